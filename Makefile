@@ -1,0 +1,49 @@
+# Two commands: `make demo` runs the embedded demo on CPU; `make test` runs the test suite.
+# Both create .venv when it is absent and install everything the project needs into it.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.polyrag-installed
+CORES ?= 2
+
+.PHONY: demo test test-fast lint dry-run bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
+
+# llama.cpp is compiled for portable x86-64 (AVX2) rather than -march=native: native builds
+# enable AMX kernels that crash on virtual machines whose CPU reports AMX without enabling it.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+# torch first, pinned: on CPU machines this resolves to the CPU build, so transformers never
+# pulls the multi-GB CUDA stack through an unpinned requirement.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
+		--no-binary llama-cpp-python "$$(grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)"
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -ra
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -ra -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint --configfile config.yaml
+
+dry-run: $(STAMP)
+	$(BIN)/snakemake -n --configfile config.yaml
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_generation.py
+
+clean:
+	rm -rf results logs .snakemake

@@ -1,0 +1,19 @@
+# polyrag: multilingual RAG evaluation as one DAG of cached, file-targeted stages.
+# The stages live in rules/*.smk; the library they call lives in polyrag/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/generate.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

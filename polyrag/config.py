@@ -1,0 +1,135 @@
+"""Config validation: JSON schema with defaults, then the checks a schema cannot express.
+
+Every problem stops the run before any job with one message that names the config file and key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from jsonschema.exceptions import best_match
+
+from polyrag.errors import ConfigError
+
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+#: Cluster resources per backend, overridden by a model's own ``resources:``.
+BACKEND_RESOURCES: dict[str, dict[str, int]] = {
+    "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
+    "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
+    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2},
+    "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
+    "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
+}
+
+
+def _with_defaults(validator_class):
+    """A validator that fills in ``default`` values of properties as it validates (like snakemake's)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = _copy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _copy(value: Any) -> Any:
+    return yaml.safe_load(yaml.safe_dump(value))
+
+
+def _key_path(path: Iterable[Any]) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in known)
+        where = _key_path(error.absolute_path)
+        keys = ", ".join(f"{where}.{k}" if where != "(top level)" else k for k in unknown)
+        return f"unknown key {keys} (allowed: {', '.join(sorted(known))})"
+    return f"{_key_path(error.absolute_path)}: {error.message}"
+
+
+def check_model_names(models: dict, source: str) -> None:
+    for name in models or {}:
+        if not isinstance(name, str) or not MODEL_NAME.match(name) or "__" in name:
+            raise ConfigError(
+                f"{source}: models.{name}: invalid model name {name!r}; names match "
+                "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__' (it separates pairs in file names)"
+            )
+
+
+def validate_config(config: dict, schema_path: str | Path, source: str = "config") -> dict:
+    """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key."""
+    if not isinstance(config, dict) or not config:
+        raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
+    check_model_names(config.get("models"), source)
+    with open(schema_path, encoding="utf-8") as handle:
+        schema = yaml.safe_load(handle)
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
+    error = best_match(validator.iter_errors(config))
+    if error is not None:
+        raise ConfigError(f"{source}: {_describe(error)}")
+    check_semantics(config, source)
+    return config
+
+
+def check_semantics(config: dict, source: str) -> None:
+    """Cross-key checks: names that must refer to other parts of the config."""
+    languages = config["languages"]
+    data = config["data"]
+    if data["source"] != "xquad":
+        crossed = [lang for lang in languages if "-" in lang]
+        if crossed:
+            raise ConfigError(
+                f"{source}: languages: {crossed[0]!r} is a question-passage pair, "
+                f"which only data.source: xquad supports (source is {data['source']!r})"
+            )
+    if data["source"] == "demo":
+        demo_dir = Path(data["dir"] or "resources/demo")
+        missing = [lang for lang in languages if not (demo_dir / f"{lang}.jsonl").exists()]
+        if missing:
+            available = sorted(p.stem for p in demo_dir.glob("*.jsonl"))
+            raise ConfigError(
+                f"{source}: languages: no demo data for {missing} in {demo_dir} (available: {available})"
+            )
+    filter_model = data["miracl"]["time_filter_model"]
+    if filter_model is not None and filter_model not in config["models"]:
+        raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
+    for name, entry in config["models"].items():
+        if entry["backend"] == "mock":
+            unknown = [lang for lang in entry["wrong_language_from"] if lang not in languages]
+            if unknown:
+                raise ConfigError(
+                    f"{source}: models.{name}.wrong_language_from: {unknown} not among languages {languages}"
+                )
+        if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
+            raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
+
+
+def model_resources(entry: dict) -> dict[str, int]:
+    """Cluster resources of one model's jobs: backend defaults, then the model's own."""
+    return {**BACKEND_RESOURCES[entry["backend"]], **(entry.get("resources") or {})}
+
+
+def generation_settings(config: dict, model: str) -> dict:
+    """Sampling settings of one model: the global ones with the model's overrides."""
+    entry = config["models"][model]
+    gen = config["generation"]
+    return {
+        "prompt": gen["prompt"],
+        "temperature": entry.get("temperature", gen["temperature"]),
+        "max_tokens": entry.get("max_tokens", gen["max_tokens"]),
+        "max_failure_fraction": gen["max_failure_fraction"],
+        "seed": config["seed"],
+    }

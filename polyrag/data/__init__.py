@@ -1,0 +1,1 @@
+"""Question and passage selection: loaders per source, one record format, one Parquet layout."""

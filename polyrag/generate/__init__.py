@@ -1,0 +1,1 @@
+"""Answer generation: prompts per question, LLM calls, parsing of reason, answer and citations."""

@@ -1,0 +1,45 @@
+"""Build a backend from a model's config entry (the config schema lists each backend's options)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polyrag.llm.base import Backend
+from polyrag.llm.cache import ResponseCache
+from polyrag.llm.client import LLM
+
+# Keys of a model entry that are not backend options.
+WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources"}
+
+
+def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> Backend:
+    options = {k: v for k, v in entry.items() if k not in WORKFLOW_KEYS}
+    backend = entry["backend"]
+    if backend == "openai":
+        from polyrag.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(**options)
+    if backend == "vllm":
+        from polyrag.llm.vllm_backend import VLLMBackend
+
+        return VLLMBackend(seed=seed, **options)
+    if backend == "transformers":
+        from polyrag.llm.transformers_backend import TransformersBackend
+
+        return TransformersBackend(**options)
+    if backend == "llama_cpp":
+        from polyrag.llm.llama_cpp_backend import LlamaCppBackend
+
+        return LlamaCppBackend(cache_dir=cache_dir, seed=seed, **options)
+    if backend == "mock":
+        from polyrag.llm.mock import MockBackend
+
+        options.pop("wrong_language_from", None)  # used by the generation stage, not the backend
+        return MockBackend(model_name=name, seed=seed, **options)
+    raise ValueError(f"model {name!r}: unknown backend {backend!r}")
+
+
+def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> LLM:
+    """The model behind ``name`` with its durable response cache (one SQLite file per model)."""
+    backend = make_backend(name, entry, cache_dir=cache_dir, seed=seed)
+    return LLM(backend, ResponseCache(Path(cache_dir) / "llm" / f"{name}.sqlite"))

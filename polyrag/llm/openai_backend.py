@@ -1,0 +1,140 @@
+"""Any OpenAI-compatible endpoint (OpenAI, Azure, a vLLM or llama.cpp server).
+
+Requests run on an asyncio loop in a worker thread with at most ``concurrency`` in flight;
+429, 5xx, timeouts and dropped connections are retried with exponential backoff; each
+response is handed back to the caller (who caches it) the moment it arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import random
+import threading
+from collections.abc import Iterator, Sequence
+
+import openai
+
+from polyrag.errors import BackendUnavailable
+from polyrag.llm.base import Backend
+from polyrag.llm.types import Request, Response
+
+# Errors worth another try: the server is busy or the network hiccuped.
+RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+
+
+def is_retryable(error: Exception) -> bool:
+    if isinstance(error, RETRYABLE):
+        return True
+    return isinstance(error, openai.APIStatusError) and error.status_code >= 500
+
+
+def retry_after_seconds(error: Exception) -> float | None:
+    """The server's own ``Retry-After`` header, when it sent one."""
+    response = getattr(error, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        mode: str = "chat",
+        concurrency: int = 8,
+        max_retries: int = 5,
+        timeout: float = 120.0,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+        extra_body: dict | None = None,
+    ):
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise BackendUnavailable(
+                    f"model {model!r}: environment variable {api_key_env} is not set "
+                    "(set it, or set api_key_env: null for a server that needs no key)"
+                )
+        else:
+            api_key = "no-key"  # local servers ignore it, the client insists on one
+        self.identity = model
+        self.model = model
+        self.mode = mode
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.extra_body = extra_body or {}
+        self._client_kwargs = {"api_key": api_key, "base_url": base_url, "timeout": timeout, "max_retries": 0}
+
+    async def _call(self, client: openai.AsyncOpenAI, request: Request) -> str:
+        common = {
+            "model": self.model,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+            "stop": request.stop or None,
+            "extra_body": self.extra_body or None,
+        }
+        if self.mode == "chat":
+            if not request.is_chat:
+                raise ValueError("chat mode needs chat requests")
+            out = await client.chat.completions.create(messages=request.messages, **common)
+            return out.choices[0].message.content or ""
+        prompt = request.prompt if not request.is_chat else "\n\n".join(m["content"] for m in request.messages)
+        out = await client.completions.create(prompt=prompt, **common)
+        return out.choices[0].text
+
+    async def _one(self, client, semaphore, rng, request: Request) -> Response:
+        attempt = 0
+        while True:
+            async with semaphore:
+                try:
+                    return Response(text=await self._call(client, request))
+                except Exception as error:  # noqa: BLE001 - classified below
+                    if not is_retryable(error) or attempt >= self.max_retries:
+                        kind = type(error).__name__
+                        return Response(text=None, error=f"{kind} after {attempt + 1} attempt(s): {error}")
+            delay = retry_after_seconds(error)
+            if delay is None:
+                delay = min(self.backoff_max, self.backoff_initial * 2**attempt) * (0.5 + rng.random())
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _run(self, requests: Sequence[Request], out: queue.Queue) -> None:
+        semaphore = asyncio.Semaphore(self.concurrency)
+        rng = random.Random(0)  # jitter only; does not affect outputs
+        async with openai.AsyncOpenAI(**self._client_kwargs) as client:
+
+            async def task(i: int, request: Request) -> None:
+                out.put((i, await self._one(client, semaphore, rng, request)))
+
+            await asyncio.gather(*(task(i, r) for i, r in enumerate(requests)))
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        out: queue.Queue = queue.Queue()
+        failure: list[BaseException] = []
+
+        def worker() -> None:
+            try:
+                asyncio.run(self._run(requests, out))
+            except BaseException as error:  # surfaced in the caller's thread
+                failure.append(error)
+            finally:
+                out.put(None)
+
+        thread = threading.Thread(target=worker, name="openai-backend", daemon=True)
+        thread.start()
+        while (item := out.get()) is not None:
+            yield item
+        thread.join()
+        if failure:
+            raise failure[0]

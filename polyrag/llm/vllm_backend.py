@@ -1,0 +1,84 @@
+"""Offline batched generation with ``vllm.LLM`` on GPUs.
+
+Requests are sent in chunks so that a killed job loses at most one chunk of work:
+each chunk's responses are cached before the next chunk starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from polyrag.errors import BackendUnavailable
+from polyrag.llm.base import Backend
+from polyrag.llm.types import Request, Response
+
+
+def sampling_params_kwargs(request: Request) -> dict[str, Any]:
+    """The ``vllm.SamplingParams`` arguments for one request."""
+    return {
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "seed": request.seed,
+        "stop": list(request.stop) or None,
+    }
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        mode: str = "chat",
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        dtype: str = "auto",
+        chunk_size: int = 512,
+        seed: int = 0,
+        engine_kwargs: dict[str, Any] | None = None,
+    ):
+        try:
+            import vllm
+        except ImportError as error:
+            raise BackendUnavailable(
+                f"backend 'vllm' for model {model!r} needs the vllm package and a GPU: "
+                f"pip install 'polyrag[gpu]' on a GPU node ({error})"
+            ) from error
+        self._vllm = vllm
+        self.identity = f"{model}@{revision}" if revision else model
+        self.mode = mode
+        self.chunk_size = chunk_size
+        self.llm = vllm.LLM(
+            model=model,
+            revision=revision,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=dtype,
+            seed=seed,
+            **(engine_kwargs or {}),
+        )
+
+    def _run_chunk(self, chunk: list[Request]) -> list[str]:
+        params = [self._vllm.SamplingParams(**sampling_params_kwargs(r)) for r in chunk]
+        if self.mode == "chat" and all(r.is_chat for r in chunk):
+            outputs = self.llm.chat([r.messages for r in chunk], sampling_params=params, use_tqdm=False)
+        else:
+            from polyrag.llm.chat_text import messages_to_text
+
+            prompts = [r.prompt if not r.is_chat else messages_to_text(r.messages) for r in chunk]
+            outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)
+        return [o.outputs[0].text for o in outputs]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        for start in range(0, len(requests), self.chunk_size):
+            chunk = list(requests[start : start + self.chunk_size])
+            try:
+                texts = self._run_chunk(chunk)
+                yield from ((start + j, Response(text=t)) for j, t in enumerate(texts))
+            except Exception as error:  # noqa: BLE001 - recorded per request
+                yield from ((start + j, Response(text=None, error=f"{type(error).__name__}: {error}"))
+                            for j in range(len(chunk)))

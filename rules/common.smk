@@ -1,0 +1,61 @@
+# Config validation, names, resources and input functions shared by every stage.
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+from polyrag.config import generation_settings, model_resources, validate_config
+from polyrag.errors import ConfigError
+
+try:
+    validate_config(
+        config,
+        Path(workflow.basedir) / "schemas" / "config.schema.yaml",
+        source=", ".join(workflow.configfiles) or "config",
+    )
+except ConfigError as error:
+    # One line naming the file and key, before any job is scheduled.
+    raise WorkflowError(f"invalid config: {error}") from None
+
+LANGUAGES = config["languages"]
+MODELS = list(config["models"])
+
+
+wildcard_constraints:
+    lang="|".join(LANGUAGES),
+    model="|".join(MODELS),
+
+
+def all_targets():
+    return expand("results/data/{lang}.parquet", lang=LANGUAGES) + expand(
+        "results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES
+    )
+
+
+def model_entry(wildcards):
+    """Only this model's own entry: editing another model never reruns this one's jobs."""
+    return config["models"][wildcards.model]
+
+
+def model_settings(wildcards):
+    return generation_settings(config, wildcards.model)
+
+
+def model_resource(name):
+    return lambda wildcards: model_resources(config["models"][wildcards.model])[name]
+
+
+def wrong_language_questions(wildcards):
+    """Mock systems answer some questions in another language: that language's questions."""
+    entry = config["models"][wildcards.model]
+    if entry["backend"] != "mock" or "wrong_language" not in entry["corruptions"]:
+        return []
+    other = next(lang for lang in entry["wrong_language_from"] if lang != wildcards.lang)
+    return [f"results/data/{other}.parquet"]
+
+
+def time_filter_entry(wildcards):
+    name = config["data"]["miracl"]["time_filter_model"]
+    if config["data"]["source"] != "miracl" or name is None:
+        return None
+    return {"name": name, "entry": config["models"][name]}

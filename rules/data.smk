@@ -1,0 +1,22 @@
+# Question and passage selection: results/data/{lang}.parquet from the configured source.
+
+
+rule select_questions:
+    output:
+        "results/data/{lang}.parquet",
+    params:
+        data=config["data"],
+        seed=config["seed"],
+        cache_dir=config["cache_dir"],
+        time_filter=time_filter_entry,
+    log:
+        "logs/data/{lang}.log",
+    benchmark:
+        "results/benchmarks/data/{lang}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/select_questions.py"
