@@ -5,7 +5,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# config.yaml (the demo) is the default; a --configfile replaces it instead of extending it,
+# so a cluster config never inherits the demo's models.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
 
 
 include: "rules/common.smk"

@@ -35,7 +35,7 @@ def _with_defaults(validator_class):
     def set_defaults(validator, properties, instance, schema):
         if isinstance(instance, dict):
             for name, subschema in properties.items():
-                if "default" in subschema and name not in instance:
+                if isinstance(subschema, dict) and "default" in subschema and name not in instance:
                     instance[name] = _copy(subschema["default"])
         yield from validate_properties(validator, properties, instance, schema)
 

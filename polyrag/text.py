@@ -7,15 +7,17 @@ those scripts.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
-# Scripts written without spaces between words: CJK ideographs, kana, Thai, Lao, Khmer, Myanmar.
-NO_SPACE_SCRIPT = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
-TOKEN = re.compile(rf"[{NO_SPACE_SCRIPT}]+|[^\W{NO_SPACE_SCRIPT}]+", re.UNICODE)
-NO_SPACE_RUN = re.compile(rf"^[{NO_SPACE_SCRIPT}]+$")
+import regex
+
+# Scripts written without spaces between words.
+UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+# A word: letters with their combining marks (Devanagari vowel signs are marks, not letters).
+TOKEN = regex.compile(rf"[{UNSPACED}]+|(?:(?![{UNSPACED}])[\p{{L}}\p{{M}}\p{{N}}])+")
+UNSPACED_RUN = regex.compile(rf"^[{UNSPACED}]+$")
 
 
 def word_tokens(text: str) -> list[str]:
@@ -23,7 +25,7 @@ def word_tokens(text: str) -> list[str]:
     tokens: list[str] = []
     for match in TOKEN.finditer(unicodedata.normalize("NFKC", text).lower()):
         piece = match.group(0)
-        if NO_SPACE_RUN.match(piece):
+        if UNSPACED_RUN.match(piece):
             tokens.extend(piece[i : i + 2] for i in range(max(1, len(piece) - 1)))
         else:
             tokens.append(piece)

@@ -11,7 +11,7 @@ try:
     validate_config(
         config,
         Path(workflow.basedir) / "schemas" / "config.schema.yaml",
-        source=", ".join(workflow.configfiles) or "config",
+        source=", ".join(map(str, workflow.overwrite_configfiles or workflow.configfiles)) or "config",
     )
 except ConfigError as error:
     # One line naming the file and key, before any job is scheduled.

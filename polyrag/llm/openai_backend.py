@@ -103,7 +103,8 @@ class OpenAIBackend(Backend):
                     if not is_retryable(error) or attempt >= self.max_retries:
                         kind = type(error).__name__
                         return Response(text=None, error=f"{kind} after {attempt + 1} attempt(s): {error}")
-            delay = retry_after_seconds(error)
+                    failure = error
+            delay = retry_after_seconds(failure)
             if delay is None:
                 delay = min(self.backoff_max, self.backoff_initial * 2**attempt) * (0.5 + rng.random())
             attempt += 1

@@ -1,0 +1,95 @@
+"""A fault-injecting HTTP proxy on 127.0.0.1 in front of a real server, for backend tests.
+
+Each incoming request takes the next action of ``plan`` (then ``pass``): ``pass`` forwards it,
+``429`` / ``500`` answer with that status, ``hang`` sleeps past the client's timeout. The proxy
+counts requests and the largest number it held in flight at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, plan: list[str] | None = None, delay: float = 0.0, hang_seconds: float = 5.0):
+        self.upstream = upstream.rstrip("/")
+        self.plan = list(plan or [])
+        self.delay = delay
+        self.hang_seconds = hang_seconds
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.forwarded = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.actions: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_GET(self):
+                self._forward(None)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with proxy.lock:
+                    proxy.requests += 1
+                    action = proxy.plan.pop(0) if proxy.plan else "pass"
+                    proxy.actions.append(action)
+                    proxy.in_flight += 1
+                    proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+                try:
+                    if proxy.delay:
+                        time.sleep(proxy.delay)
+                    if action in ("400", "429", "500"):
+                        self._reply(int(action), b'{"error": {"message": "injected failure"}}')
+                    elif action == "hang":
+                        time.sleep(proxy.hang_seconds)
+                        self._reply(504, b'{"error": {"message": "too late"}}')
+                    else:
+                        with proxy.lock:
+                            proxy.forwarded += 1
+                        self._forward(body)
+                finally:
+                    with proxy.lock:
+                        proxy.in_flight -= 1
+
+            def _reply(self, status: int, payload: bytes, content_type: str = "application/json"):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+            def _forward(self, body):
+                path = self.path[len("/v1"):] if self.path.startswith("/v1") else self.path
+                request = urllib.request.Request(
+                    proxy.upstream + path, data=body, method=self.command,
+                    headers={"Content-Type": self.headers.get("Content-Type", "application/json")},
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=300) as response:
+                        self._reply(response.status, response.read(), response.headers.get("Content-Type"))
+                except urllib.error.HTTPError as error:
+                    self._reply(error.code, error.read())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,82 @@
+"""Config validation: defaults filled, and every kind of bad input named by file and key."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from polyrag.config import generation_settings, model_resources, validate_config
+from polyrag.errors import ConfigError
+
+
+@pytest.fixture
+def demo_config(repo):
+    with open(repo / "config.yaml") as handle:
+        return yaml.safe_load(handle)
+
+
+def check(config, repo, source="my.yaml"):
+    return validate_config(config, repo / "schemas" / "config.schema.yaml", source=source)
+
+
+def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
+    monkeypatch.chdir(repo)
+    config = check(demo_config, repo)
+    assert config["data"]["mirage_bench"]["dataset"] == "nthakur/mirage-bench"
+    assert config["data"]["miracl"]["subsample"] == {"ar": 1501}
+    assert config["generation"]["max_failure_fraction"] == 0.05
+    assert config["cache_dir"] == ".cache/polyrag"
+    mock = config["models"]["mock-20"]
+    assert mock["judge"] is True and mock["wrong_language_from"] == ["en", "de"]
+    assert generation_settings(config, "gemma-270m")["max_tokens"] == 160  # model override
+    assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
+    assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c: c.update(languagez=["en"]), "unknown key languagez"),
+        (lambda c: c["data"].update(sourc="demo"), "unknown key data.sourc"),
+        (lambda c: c["models"]["mock-20"].update(eror_rate=0.1), "unknown key models.mock-20.eror_rate"),
+        (lambda c: c["data"].update(arena_queries="many"), "data.arena_queries: 'many' is not of type 'integer'"),
+        (lambda c: c["models"]["mock-20"].update(error_rate=1.5), "models.mock-20.error_rate: 1.5 is greater than"),
+        (lambda c: c["models"].update(x={"backend": "vlm", "model": "m"}), "models.x.backend: 'vlm' is not one of"),
+        (lambda c: c["models"].update({"a__b": {"backend": "mock", "error_rate": 0}}), "models.a__b: invalid model name"),
+        (lambda c: c["models"].update({"-a": {"backend": "mock", "error_rate": 0}}), "models.-a: invalid model name"),
+        (lambda c: c["models"].update(x={"backend": "openai"}), "models.x: 'model' is a required property"),
+        (lambda c: c.update(languages=["en", "xx-yy-zz"]), "languages.1"),
+        (lambda c: c.update(languages=["en", "de-en"]), "only data.source: xquad supports"),
+        (lambda c: c.update(languages=["en", "sw"]), "no demo data for ['sw']"),
+        (lambda c: c["models"]["mock-20"].update(wrong_language_from=["fr", "it"]), "models.mock-20.wrong_language_from"),
+    ],
+)
+def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    edit(config)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    message = str(error.value)
+    assert message.startswith("my.yaml: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_snakemake_stops_before_any_job_on_bad_config(repo, tmp_path, demo_config):
+    config = copy.deepcopy(demo_config)
+    config["models"]["mock-20"]["backend"] = "gpt"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
+        cwd=repo, capture_output=True, text=True,
+    )
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert f"invalid config: {path}: models.mock-20.backend: 'gpt' is not one of" in output
+    assert "Job stats" not in output

@@ -1,0 +1,88 @@
+"""The transformers backend on a tiny random-initialised causal LM built here, with a tokenizer
+trained on fixture text: the real code path (tokenise, batch with left padding, generate, decode)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
+
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
+
+from polyrag.llm.chat_text import messages_to_text  # noqa: E402
+from polyrag.llm.transformers_backend import TransformersBackend, truncate_at_stop  # noqa: E402
+from polyrag.llm.types import Request  # noqa: E402
+
+TEXT = [
+    "The Niger River flows into the Gulf of Guinea through a large delta .",
+    "Der Niger mündet über ein großes Delta in den Golf von Guinea .",
+    "Question : where does the river end ? Answer : in the gulf [d1#2] .",
+    "##Reason : passage [d1#2] says so . ##Answer : the Gulf of Guinea [d1#2] .",
+]
+SPECIAL = ["[UNK]", "[PAD]", "[BOS]", "[EOS]"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny-llama")
+    raw = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    raw.train_from_iterator(TEXT * 3, trainers.WordLevelTrainer(special_tokens=SPECIAL))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]"
+    )
+    config = LlamaConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def chat(text: str, **sampling) -> Request:
+    return Request(messages=[{"role": "user", "content": text}], **sampling)
+
+
+def test_greedy_batch_matches_single_generate(tiny_model):
+    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=2)
+    requests = [chat("Question : where does the river end ?", temperature=0, max_tokens=6),
+                chat("Der Niger mündet", temperature=0, max_tokens=6),
+                chat("the Gulf of Guinea", temperature=0, max_tokens=6)]
+    out = dict(backend.stream(requests))
+    assert all(out[i].ok for i in range(3))
+    # Independent computation: one prompt, no padding, plain generate.
+    model = LlamaForCausalLM.from_pretrained(tiny_model)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(tiny_model)
+    ids = tokenizer(messages_to_text(requests[1].messages), return_tensors="pt", add_special_tokens=False)
+    expected = model.generate(**ids, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+    assert out[1].text == tokenizer.decode(expected[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_sampling_is_seeded(tiny_model):
+    backend = TransformersBackend(str(tiny_model), device="cpu")
+    request = chat("the river", temperature=1.0, max_tokens=12, seed=3)
+    first = dict(backend.stream([request]))[0].text
+    assert first == dict(backend.stream([request]))[0].text
+    others = {dict(backend.stream([chat("the river", temperature=1.0, max_tokens=12, seed=s)]))[0].text for s in range(4, 9)}
+    assert len(others | {first}) > 1
+
+
+def test_chat_template_is_used_when_present(tiny_model, tmp_path):
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(tiny_model)
+    tokenizer.chat_template = "{% for m in messages %}[BOS] {{ m.content }} [EOS] {% endfor %}Answer :"
+    tokenizer.save_pretrained(tiny_model)
+    backend = TransformersBackend(str(tiny_model), device="cpu")
+    request = chat("where does the river end ?", temperature=0, max_tokens=4)
+    assert backend.prompt_text(request) == "[BOS] where does the river end ? [EOS] Answer :"
+    assert dict(backend.stream([request]))[0].ok
+    completion = TransformersBackend(str(tiny_model), device="cpu", mode="completion")
+    assert completion.prompt_text(request) == "where does the river end ?"
+
+
+def test_stop_strings():
+    assert truncate_at_stop("Paris. ##Question: next", ["##Question", "\n\n"]) == "Paris. "
+    assert truncate_at_stop("Paris", ["X"]) == "Paris"
