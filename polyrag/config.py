@@ -132,4 +132,6 @@ def generation_settings(config: dict, model: str) -> dict:
         "max_tokens": entry.get("max_tokens", gen["max_tokens"]),
         "max_failure_fraction": gen["max_failure_fraction"],
         "seed": config["seed"],
+        "response_prefix": entry.get("response_prefix"),
+        "stop": entry.get("stop", []),
     }

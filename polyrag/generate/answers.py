@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from polyrag.errors import TooManyFailures
 from polyrag.generate.parsing import parse_plain, parse_sectioned
 from polyrag.generate.prompts import ANSWER_FORMAT, answer_messages, refusal
+from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.seeds import rng_for
@@ -50,12 +51,16 @@ def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] 
             "refusal": refusal(record["language"]),
             "foreign_answer": (foreign or {}).get(record["query_id"]),
         }
+        messages = answer_messages(style, record)
+        prefix = settings.get("response_prefix")
+        prompt = {"prompt": f"{messages_to_text(messages)}\n\n{prefix}"} if prefix else {"messages": messages}
         requests.append(
             Request(
-                messages=answer_messages(style, record),
+                **prompt,
                 temperature=settings["temperature"],
                 max_tokens=settings["max_tokens"],
                 seed=settings["seed"],
+                stop=list(settings.get("stop", [])),
                 context=context,
             )
         )
@@ -75,10 +80,11 @@ def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dic
             rows.append({"query_id": record["query_id"], "raw_output": None, "reason": None, "answer": None,
                          "cited_docids": [], "error": f"llm: {response.error}"})
             continue
-        parsed = parse(response.text, docids)
+        raw_output = (settings.get("response_prefix") or "") + response.text
+        parsed = parse(raw_output, docids)
         rows.append({
             "query_id": record["query_id"],
-            "raw_output": response.text,
+            "raw_output": raw_output,
             "reason": parsed.reason,
             "answer": parsed.answer,
             "cited_docids": parsed.cited_docids,

@@ -9,7 +9,7 @@ from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 
 # Keys of a model entry that are not backend options.
-WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources"}
+WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources", "response_prefix", "stop"}
 
 
 def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> Backend:

