@@ -107,14 +107,27 @@ def check_semantics(config: dict, source: str) -> None:
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
     for name, entry in config["models"].items():
-        if entry["backend"] == "mock":
-            unknown = [lang for lang in entry["wrong_language_from"] if lang not in languages]
+        if entry["backend"] == "mock" and "wrong_language" in entry["corruptions"]:
+            unknown = [lang for lang in entry["wrong_language_from"] or [] if lang not in languages]
             if unknown:
                 raise ConfigError(
                     f"{source}: models.{name}.wrong_language_from: {unknown} not among languages {languages}"
                 )
+            for lang in languages:
+                if wrong_language_source(entry, lang, languages) is None:
+                    raise ConfigError(
+                        f"{source}: models.{name}: the wrong_language corruption needs a language other than "
+                        f"{lang!r} among {entry['wrong_language_from'] or languages}"
+                    )
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
+
+
+def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | None:
+    """The language key whose answers a mock system gives, wrongly, to questions of ``key``."""
+    question_language = key.split("-")[0]
+    candidates = entry["wrong_language_from"] or languages
+    return next((lang for lang in candidates if lang.split("-")[0] != question_language), None)
 
 
 def model_resources(entry: dict) -> dict[str, int]:

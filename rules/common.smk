@@ -4,7 +4,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from polyrag.config import generation_settings, model_resources, validate_config
+from polyrag.config import generation_settings, model_resources, validate_config, wrong_language_source
 from polyrag.errors import ConfigError
 
 try:
@@ -50,7 +50,7 @@ def wrong_language_questions(wildcards):
     entry = config["models"][wildcards.model]
     if entry["backend"] != "mock" or "wrong_language" not in entry["corruptions"]:
         return []
-    other = next(lang for lang in entry["wrong_language_from"] if lang != wildcards.lang)
+    other = wrong_language_source(entry, wildcards.lang, LANGUAGES)
     return [f"results/data/{other}.parquet"]
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from polyrag.config import generation_settings, model_resources, validate_config
+from polyrag.config import generation_settings, model_resources, validate_config, wrong_language_source
 from polyrag.errors import ConfigError
 
 
@@ -31,7 +31,10 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert config["generation"]["max_failure_fraction"] == 0.05
     assert config["cache_dir"] == ".cache/polyrag"
     mock = config["models"]["mock-20"]
-    assert mock["judge"] is True and mock["wrong_language_from"] == ["en", "de"]
+    assert mock["judge"] is True and mock["wrong_language_from"] is None
+    assert wrong_language_source(mock, "en", config["languages"]) == "de"
+    assert wrong_language_source(mock, "hi", config["languages"]) == "en"
+    assert wrong_language_source(mock, "de-en", ["de", "de-en", "en-de"]) == "en-de"
     assert generation_settings(config, "gemma-270m")["max_tokens"] == 96  # model override
     assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
     assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
@@ -53,6 +56,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(languages=["en", "de-en"]), "only data.source: xquad supports"),
         (lambda c: c.update(languages=["en", "sw"]), "no demo data for ['sw']"),
         (lambda c: c["models"]["mock-20"].update(wrong_language_from=["fr", "it"]), "models.mock-20.wrong_language_from"),
+        (lambda c: c.update(languages=["hi"]), "models.mock-perfect: the wrong_language corruption needs a language"),
     ],
 )
 def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):

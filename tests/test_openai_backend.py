@@ -18,12 +18,14 @@ SECRET = "sk-polyrag-test-secret-0123456789"
 
 
 def backend(url: str, **options) -> OpenAIBackend:
-    defaults = {"api_key_env": "POLYRAG_TEST_KEY", "backoff_initial": 0.05, "backoff_max": 0.2, "timeout": 30}
+    # Gemma 270M is a base model without a chat template: completion requests.
+    defaults = {"api_key_env": "POLYRAG_TEST_KEY", "backoff_initial": 0.05, "backoff_max": 0.2, "timeout": 30,
+                "mode": "completion"}
     return OpenAIBackend(model="gemma-270m", base_url=url, **{**defaults, **options})
 
 
 def question(k: int) -> Request:
-    return Request(messages=[{"role": "user", "content": f"Count from {k} to {k + 3}:"}], max_tokens=8, seed=1)
+    return Request(prompt=f"Count from {k} to {k + 3}: {k},", max_tokens=8, seed=1)
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +69,9 @@ def test_generation_fails_above_the_failure_fraction(repo):
 def test_real_server_answers(llama_server):
     [response] = LLM(backend(llama_server)).generate([question(1)])
     assert response.ok and response.text.strip()
+    chat = Request(messages=[{"role": "user", "content": "Hello"}], max_tokens=4)
+    [response] = LLM(backend(llama_server, mode="chat")).generate([chat])
+    assert response.ok
 
 
 @pytest.mark.slow
