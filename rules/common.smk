@@ -1,5 +1,4 @@
 # Config validation, names, resources and input functions shared by every stage.
-import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError

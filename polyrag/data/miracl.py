@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 
 import bm25s
+from tqdm import tqdm
 
 from polyrag.data.hub import hub_rows
-from polyrag.data.records import check_record, require, subsample
+from polyrag.data.records import make_record, require, subsample
 from polyrag.seeds import rng_for
 from polyrag.text import truncate_tokens, word_tokens
 
@@ -30,17 +31,11 @@ def read_miracl(language: str, options: dict, directory: str | None, cache_dir: 
     for number, row in rows:
         require(row, ("query_id", "query", "positive_passages", "negative_passages"), source, number)
         passages = list(row["positive_passages"]) + list(row["negative_passages"])
-        record = {
-            "query_id": str(row["query_id"]),
-            "query": row["query"],
-            "passages": [{"docid": str(p.get("docid")), "title": p.get("title") or "", "text": p.get("text")} for p in passages],
-            "relevant_docids": [str(p.get("docid")) for p in row["positive_passages"]],
-            "reference_answer": None,
-            "language": language,
-            "passage_language": language,
-        }
-        check_record(record, source, number)
-        out.append(record)
+        out.append(make_record(
+            source, number, query_id=row["query_id"], query=row["query"], language=language,
+            passages=[{"docid": str(p.get("docid")), "title": p.get("title") or "", "text": p.get("text")} for p in passages],
+            relevant_docids=[p.get("docid") for p in row["positive_passages"]],
+        ))
     return out
 
 
@@ -62,7 +57,7 @@ def mirage_context(records: list[dict], language: str, options: dict, seed: int)
         log.info("%s: subsampled %d of %d questions", language, cap, len(kept))
         kept = subsample(kept, cap, seed, "subsample", language)
     out = []
-    for record in kept:
+    for record in tqdm(kept, desc=f"{language}: trim and shuffle passages", unit="q", mininterval=5):
         passages = [{**p, "text": truncate_tokens(p["text"], options["max_passage_tokens"])} for p in record["passages"]]
         order = rng_for(seed, "shuffle", language, record["query_id"]).permutation(len(passages))
         out.append({**record, "passages": [passages[i] for i in order]})
@@ -79,7 +74,7 @@ def bm25_ranking(query: str, passages: list[dict]) -> list[int]:
 
 def memerag_context(records: list[dict], top_k: int) -> list[dict]:
     out = []
-    for record in records:
+    for record in tqdm(records, desc="BM25 context selection", unit="q", mininterval=5):
         ranking = bm25_ranking(record["query"], record["passages"])
         relevant = set(record["relevant_docids"])
         top = ranking[:top_k]

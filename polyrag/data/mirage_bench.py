@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from polyrag.data.hub import hub_rows
-from polyrag.data.records import check_record, require
+from polyrag.data.records import make_record, require
 from polyrag.errors import DataError
 
 QUESTION = re.compile(r"Question:\s*(.*?)\s*\n\s*\n\s*Contexts?:\s*\n", re.DOTALL)
@@ -53,15 +53,6 @@ def load_mirage_bench(language: str, options: dict, directory: str | None, cache
         positives = [str(d) for d in row["positive_ids"]]
         docids = positives + [str(d) for d in row["negative_ids"]]
         query, passages = parse_prompt(row["prompt"], docids, f"{source}: row {number}")
-        record = {
-            "query_id": str(row["query_id"]),
-            "query": query,
-            "passages": passages,
-            "relevant_docids": positives,
-            "reference_answer": None,
-            "language": language,
-            "passage_language": language,
-        }
-        check_record(record, source, number)
-        records.append(record)
+        records.append(make_record(source, number, query_id=row["query_id"], query=query, passages=passages,
+                                   relevant_docids=positives, language=language))
     return records

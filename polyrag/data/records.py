@@ -64,6 +64,32 @@ def check_record(record: Mapping[str, Any], source: str, row_number: int) -> Non
         raise DataError(f"{where}: relevant docids {stray} are not among its passages")
 
 
+def make_record(
+    source: str,
+    row_number: int,
+    *,
+    query_id: Any,
+    query: str,
+    passages: list[dict],
+    relevant_docids: list[str],
+    language: str,
+    passage_language: str | None = None,
+    reference_answer: str | None = None,
+) -> dict:
+    """A checked record; ``source`` and ``row_number`` name the upstream row in errors."""
+    record = {
+        "query_id": str(query_id),
+        "query": query,
+        "passages": passages,
+        "relevant_docids": [str(d) for d in relevant_docids],
+        "reference_answer": reference_answer,
+        "language": language,
+        "passage_language": passage_language or language,
+    }
+    check_record(record, source, row_number)
+    return record
+
+
 def subsample(records: list[dict], limit: int | None, *seed_parts: object) -> list[dict]:
     """A seeded random subset of at most ``limit`` records, kept in their original order."""
     if limit is None or len(records) <= limit:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polyrag.data.io import cached_download, read_json
-from polyrag.data.records import check_record, require
+from polyrag.data.records import make_record, require
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
 
@@ -71,15 +71,9 @@ def load_xquad(
                     for k in [p, *others]
                 ]
                 passages = [passages[i] for i in rng.permutation(len(passages))]
-                record = {
-                    "query_id": qa["id"],
-                    "query": qa["question"],
-                    "passages": passages,
-                    "relevant_docids": [docid],
-                    "reference_answer": f"{qa['answers'][0]['text']} [{docid}]",
-                    "language": question_lang,
-                    "passage_language": passage_lang,
-                }
-                check_record(record, str(q_path), len(records) + 1)
-                records.append(record)
+                records.append(make_record(
+                    str(q_path), len(records) + 1, query_id=qa["id"], query=qa["question"], passages=passages,
+                    relevant_docids=[docid], reference_answer=f"{qa['answers'][0]['text']} [{docid}]",
+                    language=question_lang, passage_language=passage_lang,
+                ))
     return records

@@ -18,6 +18,7 @@ import openai
 
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend
+from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
 
 # Errors worth another try: the server is busy or the network hiccuped.
@@ -89,7 +90,7 @@ class OpenAIBackend(Backend):
                 raise ValueError("chat mode needs chat requests")
             out = await client.chat.completions.create(messages=request.messages, **common)
             return out.choices[0].message.content or ""
-        prompt = request.prompt if not request.is_chat else "\n\n".join(m["content"] for m in request.messages)
+        prompt = request.prompt if not request.is_chat else messages_to_text(request.messages)
         out = await client.completions.create(prompt=prompt, **common)
         return out.choices[0].text
 
