@@ -176,3 +176,22 @@ def test_arena_sample_is_seeded_and_sized():
     assert sum(r["arena"] for r in a) == 20
     assert a == mark_arena(records, 20, 1, "en") and a != mark_arena(records, 20, 2, "en")
     assert all(r["arena"] for r in mark_arena(records, 100, 1, "en"))
+
+
+def test_xquad_fixture_and_bad_rows(tmp_path):
+    def squad(question: str, answers: list[dict]) -> dict:
+        return {"version": "1.1", "data": [{"title": "Nile", "paragraphs": [
+            {"context": "The Nile flows north.", "qas": [{"id": "q1", "question": question, "answers": answers}]},
+            {"context": "It ends in a delta.", "qas": []},
+            {"context": "Cairo lies on it.", "qas": []},
+        ]}]}
+
+    (tmp_path / "xquad.en.json").write_text(json.dumps(squad("Which way?", [{"text": "north", "answer_start": 14}])))
+    (tmp_path / "xquad.sw.json").write_text(json.dumps(squad("Upande gani?", [{"text": "kaskazini", "answer_start": 0}])))
+    options = {"revision": "unused", "max_passages": 8}
+    [record] = load_xquad("sw", "en", options, str(tmp_path), "", seed=1)
+    assert record["query"] == "Upande gani?" and record["reference_answer"] == "kaskazini [xq0#0]"
+    assert sorted(p["docid"] for p in record["passages"]) == ["xq0#0", "xq0#1", "xq0#2"]
+    (tmp_path / "xquad.sw.json").write_text(json.dumps(squad("Upande gani?", [])))
+    with pytest.raises(DataError, match=r"xquad.sw.json: data\[0\].paragraphs\[0\].qas\[0\] \(id q1\): no answer text"):
+        load_xquad("sw", "en", options, str(tmp_path), "", seed=1)

@@ -112,3 +112,18 @@ def test_rerun_schedules_nothing_and_new_model_only_its_jobs(run, repo):
 def test_lint_is_clean(repo):
     result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=repo, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_cluster_dry_run_requests_gpus_per_model(repo):
+    profile = yaml.safe_load((repo / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm" and "slurm_extra" not in str(profile)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--executor", "slurm", "--jobs", "10",
+         "--configfile", "configs/mirage-bench.yaml"],
+        cwd=repo, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = re.findall(r"output: results/answers/([^/]+)/\S+\n(?:.*\n)*?\s+resources: ([^\n]+)", result.stdout)
+    gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
+    assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
+    assert len(jobs) == 6 * 18
