@@ -16,6 +16,7 @@ if not workflow.overwrite_configfiles:
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/generate.smk"
+include: "rules/features.smk"
 
 
 rule all:

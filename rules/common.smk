@@ -26,9 +26,16 @@ wildcard_constraints:
 
 
 def all_targets():
-    return expand("results/data/{lang}.parquet", lang=LANGUAGES) + expand(
-        "results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES
+    return (
+        expand("results/data/{lang}.parquet", lang=LANGUAGES)
+        + expand("results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
+        + expand("results/features/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
     )
+
+
+def feature_group_files(wildcards):
+    """The feature groups of one model and language; model-based groups only when configured."""
+    return [f"results/features/{wildcards.model}/{wildcards.lang}/deterministic.parquet"]
 
 
 def model_entry(wildcards):

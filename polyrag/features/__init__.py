@@ -1,0 +1,1 @@
+"""Answer features: MIRAGE-BENCH heuristics and BERGEN metrics, one column per feature."""

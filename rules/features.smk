@@ -1,0 +1,38 @@
+# Answer features: results/features/{model}/{lang}.parquet, one column per feature.
+# Each feature group is its own rule (and file) so that model-based groups can run on GPU
+# nodes and be cached on their own; merge_features joins the groups that are configured.
+
+
+rule deterministic_features:
+    input:
+        questions="results/data/{lang}.parquet",
+        answers="results/answers/{model}/{lang}.parquet",
+    output:
+        "results/features/{model}/{lang}/deterministic.parquet",
+    log:
+        "logs/features/{model}/{lang}/deterministic.log",
+    benchmark:
+        "results/benchmarks/features/{model}/{lang}/deterministic.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/deterministic_features.py"
+
+
+rule merge_features:
+    input:
+        feature_group_files,
+    output:
+        "results/features/{model}/{lang}.parquet",
+    log:
+        "logs/features/{model}/{lang}/merge.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/merge_features.py"

@@ -1,0 +1,117 @@
+"""Deterministic features against hand-computed values, on multilingual cases (zh, hi, ar)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rouge_score import rouge_scorer
+
+from polyrag.errors import DataError
+from polyrag.features.bergen import bergen_metrics, normalize
+from polyrag.features.citations import citation_scores
+from polyrag.features.deterministic import COLUMNS, deterministic_features
+from polyrag.features.language import detector_for, language_features, language_probabilities
+from polyrag.features.overlap import answer_bleu, answer_rouge_l, bleu_tokenizer
+from polyrag.features.table import align
+
+
+def test_citation_map_and_recall_by_hand():
+    cited = [["a", "x", "b"], [], ["c"], ["a"]]
+    relevant = [["a", "b", "c"], ["a"], ["c"], []]
+    scores = citation_scores(cited, relevant)
+    # AP@10 = (precision at each relevant hit) / |relevant| = (1/1 + 2/3) / 3
+    assert scores[0]["citation_map@10"] == pytest.approx((1 + 2 / 3) / 3)
+    assert scores[0]["citation_recall@10"] == pytest.approx(2 / 3)
+    assert scores[1] == {"citation_map@10": 0.0, "citation_recall@10": 0.0}  # cited nothing: a real 0
+    assert scores[2] == {"citation_map@10": 1.0, "citation_recall@10": 1.0}
+    assert scores[3] == {"citation_map@10": None, "citation_recall@10": None}  # no labels: unknown
+
+
+def test_citation_order_matters_for_map():
+    late, early = citation_scores([["x", "y", "a"], ["a", "x", "y"]], [["a"], ["a"]])
+    assert late["citation_map@10"] == pytest.approx(1 / 3) and early["citation_map@10"] == 1.0
+    assert late["citation_recall@10"] == early["citation_recall@10"] == 1.0
+
+
+def test_bleu_by_hand_in_chinese_hindi_arabic():
+    # Six tokens, five shared in order: n-gram precisions 5/6, 4/5, 3/4, 2/3, no brevity penalty.
+    expected = (5 / 6 * 4 / 5 * 3 / 4 * 2 / 3) ** 0.25
+    assert answer_bleu("甲乙丙丁戊己", "甲乙丙丁戊庚", "zh") == pytest.approx(expected)
+    assert answer_bleu("क ख ग घ ङ च", "क ख ग घ ङ छ", "hi") == pytest.approx(expected)
+    assert answer_bleu("ا ب ت ث ج ح", "ا ب ت ث ج خ", "ar") == pytest.approx(expected)
+    assert bleu_tokenizer("zh") == "zh" and bleu_tokenizer("hi") == "intl" and bleu_tokenizer("de") == "13a"
+
+
+def test_bleu_brevity_penalty_by_hand():
+    # Hypothesis of 4 tokens, reference of 6: all 4-gram orders match, BP = exp(1 - 6/4).
+    assert answer_bleu("a b c d", "a b c d e f", "en") == pytest.approx(math.exp(1 - 6 / 4))
+
+
+def test_rouge_l_by_hand_and_why_the_default_tokenizer_fails():
+    assert answer_rouge_l("甲乙丙丁", "甲丙乙丁") == pytest.approx(0.75)  # LCS 3 of 4 characters
+    hindi_answer, hindi_reference = "नाइजर नदी गिनी की खाड़ी में गिरती है", "नाइजर नदी गिनी की खाड़ी में मिलती है"
+    assert answer_rouge_l(hindi_answer, hindi_reference) == pytest.approx(7 / 8)
+    default = rouge_scorer.RougeScorer(["rougeL"]).score(hindi_reference, hindi_answer)["rougeL"].fmeasure
+    assert default == 0.0  # rouge-score's own tokenizer drops Devanagari
+    # LCS of 3 words: answer 4 words, reference 5 -> P 3/4, R 3/5
+    arabic = answer_rouge_l("نهر النيجر يصب شمالا", "نهر النيجر يصب في الخليج")
+    assert arabic == pytest.approx(2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5))
+
+
+def test_bergen_metrics_by_hand():
+    m = bergen_metrics("The Niger flows into the Gulf of Guinea.", "Gulf of Guinea")
+    # answer tokens: niger flows into gulf of guinea (6); reference: gulf of guinea (3); 3 shared
+    assert m["match"] == 1.0 and m["exact_match"] == 0.0
+    assert m["token_f1"] == pytest.approx(2 * (3 / 6) * 1.0 / (3 / 6 + 1.0))
+    assert m["char3_recall"] == 1.0
+    zh = bergen_metrics("几内亚湾。", "几内亚湾")
+    assert zh["exact_match"] == 1.0 and zh["token_f1"] == 1.0
+    ar = bergen_metrics("خليج غينيا، في الجنوب", "خليج غينيا")
+    assert ar["match"] == 1.0 and ar["token_f1"] == pytest.approx(2 * (2 / 4) / (2 / 4 + 1))
+    # char 3-grams of "abcd": abc, bcd; the answer token "abce" has abc only -> recall 1/2
+    assert bergen_metrics("abce", "abcd")["char3_recall"] == 0.5
+    assert normalize("Der Fluss, «Niger»!") == "der fluss niger"
+
+
+def test_language_features():
+    german = language_features("Der Niger mündet über ein großes Delta in den Golf von Guinea.", "de")
+    assert german["target_language"] > 0.9 and german["english_language"] < 0.05 and german["correct_language"] == 1.0
+    english_for_hindi = language_features("The Niger River flows into the Gulf of Guinea.", "hi")
+    assert english_for_hindi["target_language"] < 0.05 and english_for_hindi["english_language"] > 0.9
+    assert english_for_hindi["correct_language"] == 0.0
+    assert language_features("Golf von Guinea.", "de")["correct_language"] is None  # 16 characters
+    probabilities = language_probabilities("尼日尔河注入几内亚湾。", "zh")
+    assert sum(probabilities.values()) == pytest.approx(1.0) and max(probabilities, key=probabilities.get) == "zh"
+
+
+def test_yoruba_uses_a_detector_that_knows_it():
+    assert detector_for("yo") == "lingua" and detector_for("hi") == "langid"
+    yoruba = language_features("Odò Niger ń ṣàn lọ sí Gúlfù ti Guinea ní gúúsù orílẹ̀-èdè Nàìjíríà.", "yo")
+    assert yoruba["target_language"] > 0.5 and yoruba["correct_language"] == 1.0
+
+
+def record(qid, reference="Paris is the capital [a#0].", relevant=("a#0",)):
+    return {"query_id": qid, "language": "en", "reference_answer": reference, "relevant_docids": list(relevant),
+            "passages": [{"docid": "a#0", "text": "Paris"}, {"docid": "b#0", "text": "Lyon"}]}
+
+
+def answer(qid, text, cited=()):
+    return {"query_id": qid, "answer": text, "cited_docids": list(cited)}
+
+
+def test_missing_inputs_are_null_never_zero():
+    records = [record("1"), record("2", reference=None), record("3", relevant=()), record("4")]
+    answers = [answer("1", "Paris is the capital [a#0].", ["a#0"]), answer("2", "Paris is the capital city."),
+               answer("3", "Paris is the capital city [b#0].", ["b#0"]), answer("4", None)]
+    rows = deterministic_features(records, answers)
+    assert rows[0]["answer_bleu"] == pytest.approx(1.0) and rows[0]["citation_recall@10"] == 1.0 and rows[0]["exact_match"] == 1.0
+    assert rows[1]["answer_bleu"] is None and rows[1]["token_f1"] is None and rows[1]["citation_recall@10"] == 0.0
+    assert rows[2]["citation_map@10"] is None and rows[2]["answer_bleu"] is not None
+    assert all(rows[3][c] is None for c in COLUMNS)
+
+
+def test_answers_must_match_questions():
+    with pytest.raises(DataError, match=r"answers.parquet does not match data.parquet: 1 questions without an answer"):
+        align([record("1"), record("2")], [answer("1", "x"), answer("9", "y")], "data.parquet", "answers.parquet")
+    assert align([record("1"), record("2")], [answer("2", "y"), answer("1", "x")], "d", "a")[0]["query_id"] == "1"
