@@ -17,6 +17,7 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/generate.smk"
 include: "rules/features.smk"
+include: "rules/judge.smk"
 
 
 rule all:

@@ -25,6 +25,8 @@ BACKEND_RESOURCES: dict[str, dict[str, int]] = {
     "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2},
     "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
     "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
+    "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
+    "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
 }
 
 
@@ -130,6 +132,17 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
     return next((lang for lang in candidates if lang.split("-")[0] != question_language), None)
 
 
+def judged_models(config: dict) -> list[str]:
+    """Models that take part in pairwise judging (``judge: true``), sorted."""
+    return sorted(name for name, entry in config["models"].items() if entry["judge"])
+
+
+def model_pairs(models: list[str]) -> list[tuple[str, str]]:
+    """Every unordered pair once, in sorted order (the ``{model_a}__{model_b}`` file names)."""
+    ordered = sorted(models)
+    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+
+
 def model_resources(entry: dict) -> dict[str, int]:
     """Cluster resources of one model's jobs: backend defaults, then the model's own."""
     return {**BACKEND_RESOURCES[entry["backend"]], **(entry.get("resources") or {})}
@@ -148,3 +161,7 @@ def generation_settings(config: dict, model: str) -> dict:
         "response_prefix": entry.get("response_prefix"),
         "stop": entry.get("stop", []),
     }
+
+
+def judging_settings(config: dict) -> dict:
+    return {**config["judging"], "seed": config["seed"]}

@@ -3,7 +3,15 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from polyrag.config import generation_settings, model_resources, validate_config, wrong_language_source
+from polyrag.config import (
+    generation_settings,
+    judged_models,
+    judging_settings as judging_config,
+    model_pairs,
+    model_resources,
+    validate_config,
+    wrong_language_source,
+)
 from polyrag.errors import ConfigError
 
 try:
@@ -18,11 +26,16 @@ except ConfigError as error:
 
 LANGUAGES = config["languages"]
 MODELS = list(config["models"])
+JUDGES = list(config["judges"])
+PAIRS = model_pairs(judged_models(config))
 
 
 wildcard_constraints:
     lang="|".join(LANGUAGES),
     model="|".join(MODELS),
+    model_a="|".join(MODELS),
+    model_b="|".join(MODELS),
+    judge="|".join(JUDGES) or "(?!)",
 
 
 def all_targets():
@@ -30,12 +43,33 @@ def all_targets():
         expand("results/data/{lang}.parquet", lang=LANGUAGES)
         + expand("results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
         + expand("results/features/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
+        + [
+            f"results/judgments/{judge}/{lang}/{a}__{b}.parquet"
+            for judge in JUDGES
+            for lang in LANGUAGES
+            for a, b in PAIRS
+        ]
     )
 
 
 def feature_group_files(wildcards):
     """The feature groups of one model and language; model-based groups only when configured."""
-    return [f"results/features/{wildcards.model}/{wildcards.lang}/deterministic.parquet"]
+    groups = ["deterministic"]
+    if config["features"]["embedding_similarity"]:
+        groups.append("embedding")
+    return [f"results/features/{wildcards.model}/{wildcards.lang}/{group}.parquet" for group in groups]
+
+
+def judge_entry(wildcards):
+    return config["judges"][wildcards.judge]
+
+
+def judging_settings(wildcards):
+    return judging_config(config)
+
+
+def judge_resource(name):
+    return lambda wildcards: model_resources(config["judges"][wildcards.judge])[name]
 
 
 def model_entry(wildcards):

@@ -22,6 +22,25 @@ rule deterministic_features:
         "../scripts/deterministic_features.py"
 
 
+rule embedding_features:
+    input:
+        questions="results/data/{lang}.parquet",
+        answers="results/answers/{model}/{lang}.parquet",
+    output:
+        "results/features/{model}/{lang}/embedding.parquet",
+    log:
+        "logs/features/{model}/{lang}/embedding.log",
+    benchmark:
+        "results/benchmarks/features/{model}/{lang}/embedding.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/embedding_features.py"
+
+
 rule merge_features:
     input:
         feature_group_files,

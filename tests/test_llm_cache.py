@@ -28,7 +28,7 @@ class Echo(Backend):
                 raise KeyboardInterrupt("job killed")
             self.seen.append(request.messages[0]["content"])
             text = None if "fail" in request.messages[0]["content"] else request.messages[0]["content"].upper()
-            yield i, Response(text=text, error=None if text else "boom")
+            yield i, Response(text=text, error=None if text else "boom", tokens=7 if text else None)
 
 
 def chat(text: str, **sampling) -> Request:

@@ -31,6 +31,7 @@ def tiny_config(repo, workdir, **models):
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 4, "arena_queries": 2},
         "generation": {"max_tokens": 48},
         "models": models,
+        "judges": {"reference": {"backend": "reference"}},
     }
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
     return config
@@ -69,6 +70,20 @@ def test_outputs_follow_the_contract(run):
             assert (workdir / "results" / "benchmarks" / "generate" / model / f"{lang}.tsv").exists()
 
 
+def test_features_and_judgments(run):
+    workdir, config = run
+    for lang in config["languages"]:
+        features = {m: pd.read_parquet(workdir / "results" / "features" / m / f"{lang}.parquet") for m in config["models"]}
+        for table in features.values():
+            assert {"target_language", "citation_recall@10", "answer_bleu", "embedding_similarity"} <= set(table.columns)
+        assert features["mock-0"]["citation_recall@10"].mean() == 1.0
+        assert features["mock-0"]["answer_bleu"].mean() > features["mock-50"]["answer_bleu"].mean()
+        for pair in ("gemma-270m__mock-0", "gemma-270m__mock-50", "mock-0__mock-50"):
+            games = pd.read_parquet(workdir / "results" / "judgments" / "reference" / lang / f"{pair}.parquet")
+            assert len(games) == 2 * 2  # two arena questions, both orders
+            assert set(games["verdict"]) <= {"model_a", "model_b", "tie"}
+
+
 def test_mock_error_rates_match_config(run):
     workdir, config = run
     for lang in config["languages"]:
@@ -103,9 +118,20 @@ def test_rerun_schedules_nothing_and_new_model_only_its_jobs(run, repo):
     tiny_config(repo, workdir, **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
-    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "all": 1}
+    # Its answers and features per language, and only the three new pairs per language.
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2,
+                                          "merge_features": 2, "judge_pair": 6, "all": 1}
     outputs = set(re.findall(r"^\s+output: (\S+)$", dry.stdout, re.MULTILINE))
-    assert outputs == {"results/answers/mock-20/en.parquet", "results/answers/mock-20/hi.parquet"}
+    new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
+                 for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
+    assert {o for o in outputs if "judgments" in o} == new_pairs
+    assert all("mock-20" in o for o in outputs)
+    # A model marked judge: false gets answers and features, and no judgments at all.
+    models["new-model"] = {"backend": "mock", "error_rate": 0.3, "judge": False}
+    tiny_config(repo, workdir, **models)
+    dry = snakemake(repo, workdir, "-n")
+    assert not any("new-model" in o and "judgments" in o for o in re.findall(r"output: (\S+)", dry.stdout))
+    assert "results/features/new-model/hi.parquet" in dry.stdout
     tiny_config(repo, workdir, **config["models"])
 
 

@@ -7,14 +7,33 @@ its 75 languages also sum to one.
 
 from __future__ import annotations
 
+import os
+import pickle
 from functools import lru_cache
+from pathlib import Path
+
+
+# langid ships its model bz2-compressed; decompressing takes ~5 s in every job, so the decoded
+# arrays are kept in the user's cache folder after the first load.
+LANGID_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "polyrag" / "langid-1.1.6.pkl"
 
 
 @lru_cache(maxsize=1)
 def langid_identifier():
     from langid.langid import LanguageIdentifier, model
 
-    return LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    if LANGID_CACHE.exists():
+        with open(LANGID_CACHE, "rb") as handle:
+            return LanguageIdentifier(*pickle.load(handle), norm_probs=True)
+    identifier = LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    parts = (identifier.nb_ptc, identifier.nb_pc, identifier.nb_numfeats, identifier.nb_classes,
+             identifier.tk_nextmove, identifier.tk_output)
+    LANGID_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    partial = LANGID_CACHE.with_suffix(f".{os.getpid()}.partial")
+    with open(partial, "wb") as handle:
+        pickle.dump(parts, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(partial, LANGID_CACHE)
+    return identifier
 
 
 @lru_cache(maxsize=1)

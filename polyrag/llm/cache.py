@@ -23,19 +23,20 @@ class ResponseCache:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses ("
             " key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL,"
-            " request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)"
+            " request TEXT NOT NULL, response TEXT NOT NULL, tokens INTEGER, created REAL NOT NULL)"
         )
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> tuple[str, int | None] | None:
+        """``(response text, tokens used when it was made)`` or None."""
         with self._lock:
-            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+            row = self._db.execute("SELECT response, tokens FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (row[0], row[1])
 
-    def put(self, key: str, *, backend: str, model: str, request: dict, response: str) -> None:
+    def put(self, key: str, *, backend: str, model: str, request: dict, response: str, tokens: int | None) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, backend, model, json.dumps(request, ensure_ascii=False), response, time.time()),
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, backend, model, json.dumps(request, ensure_ascii=False), response, tokens, time.time()),
             )
 
     def __len__(self) -> int:

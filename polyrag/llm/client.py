@@ -31,7 +31,7 @@ class LLM:
             if hit is None:
                 todo.append(i)
             else:
-                responses[i] = Response(text=hit, cached=True)
+                responses[i] = Response(text=hit[0], cached=True, tokens=hit[1])
         log.info("%s: %d requests, %d from cache, %d to %s",
                  desc, len(requests), len(requests) - len(todo), len(todo), self.backend.name)
         if todo:
@@ -47,6 +47,7 @@ class LLM:
                             request={"messages": requests[i].messages, "prompt": requests[i].prompt,
                                      **requests[i].sampling()},
                             response=response.text,
+                            tokens=response.tokens,
                         )
                     responses[i] = response
                     bar.update(1)

@@ -60,7 +60,7 @@ class LlamaCppBackend(Backend):
         self.mode = mode
         self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
 
-    def _complete(self, request: Request) -> str:
+    def _complete(self, request: Request) -> Response:
         common = {
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
@@ -69,15 +69,15 @@ class LlamaCppBackend(Backend):
         }
         if self.mode == "chat" and request.is_chat:
             out = self.llm.create_chat_completion(messages=request.messages, **common)
-            return out["choices"][0]["message"]["content"] or ""
+            return Response(text=out["choices"][0]["message"]["content"] or "", tokens=out["usage"]["total_tokens"])
         prompt = request.prompt if not request.is_chat else messages_to_text(request.messages)
         out = self.llm.create_completion(prompt=prompt, **common)
-        return out["choices"][0]["text"]
+        return Response(text=out["choices"][0]["text"], tokens=out["usage"]["total_tokens"])
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         for i, request in enumerate(requests):
             try:
-                yield i, Response(text=self._complete(request))
+                yield i, self._complete(request)
             except Exception as error:  # noqa: BLE001 - recorded per request (e.g. prompt longer than n_ctx)
                 yield i, Response(text=None, error=f"{type(error).__name__}: {error}")
 

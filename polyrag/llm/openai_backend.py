@@ -41,6 +41,11 @@ def retry_after_seconds(error: Exception) -> float | None:
         return None
 
 
+def usage_tokens(completion) -> int | None:
+    usage = getattr(completion, "usage", None)
+    return getattr(usage, "total_tokens", None)
+
+
 class OpenAIBackend(Backend):
     name = "openai"
 
@@ -76,7 +81,7 @@ class OpenAIBackend(Backend):
         self.extra_body = extra_body or {}
         self._client_kwargs = {"api_key": api_key, "base_url": base_url, "timeout": timeout, "max_retries": 0}
 
-    async def _call(self, client: openai.AsyncOpenAI, request: Request) -> str:
+    async def _call(self, client: openai.AsyncOpenAI, request: Request) -> Response:
         common = {
             "model": self.model,
             "temperature": request.temperature,
@@ -89,17 +94,17 @@ class OpenAIBackend(Backend):
             if not request.is_chat:
                 raise ValueError("chat mode needs chat requests")
             out = await client.chat.completions.create(messages=request.messages, **common)
-            return out.choices[0].message.content or ""
+            return Response(text=out.choices[0].message.content or "", tokens=usage_tokens(out))
         prompt = request.prompt if not request.is_chat else messages_to_text(request.messages)
         out = await client.completions.create(prompt=prompt, **common)
-        return out.choices[0].text
+        return Response(text=out.choices[0].text, tokens=usage_tokens(out))
 
     async def _one(self, client, semaphore, rng, request: Request) -> Response:
         attempt = 0
         while True:
             async with semaphore:
                 try:
-                    return Response(text=await self._call(client, request))
+                    return await self._call(client, request)
                 except Exception as error:  # noqa: BLE001 - classified below
                     if not is_retryable(error) or attempt >= self.max_retries:
                         kind = type(error).__name__

@@ -61,7 +61,7 @@ class TransformersBackend(Backend):
             return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
         return messages_to_text(request.messages)
 
-    def _generate(self, batch: list[Request]) -> list[str]:
+    def _generate(self, batch: list[Request]) -> list[Response]:
         torch = self._torch
         first = batch[0]
         texts = [self.prompt_text(r) for r in batch]
@@ -80,7 +80,10 @@ class TransformersBackend(Backend):
             )
         new_tokens = out[:, enc["input_ids"].shape[1]:]
         decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        return [truncate_at_stop(t, first.stop) for t in decoded]
+        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
+        new_lengths = (new_tokens != self.tokenizer.pad_token_id).sum(dim=1).tolist()
+        return [Response(text=truncate_at_stop(t, first.stop), tokens=int(p + n))
+                for t, p, n in zip(decoded, prompt_lengths, new_lengths)]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         # Requests with the same sampling parameters share a batch (generate() takes one setting).
@@ -90,8 +93,7 @@ class TransformersBackend(Backend):
             for start in range(0, len(group), self.batch_size):
                 idx = group[start : start + self.batch_size]
                 try:
-                    texts = self._generate([requests[i] for i in idx])
-                    yield from ((i, Response(text=t)) for i, t in zip(idx, texts))
+                    yield from zip(idx, self._generate([requests[i] for i in idx]))
                 except Exception as error:  # noqa: BLE001 - recorded per request
                     yield from ((i, Response(text=None, error=f"{type(error).__name__}: {error}")) for i in idx)
 

@@ -60,6 +60,8 @@ class Response:
     text: str | None
     error: str | None = None
     cached: bool = False
+    #: prompt + completion tokens the call used, where the backend reports them
+    tokens: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -62,7 +62,7 @@ class VLLMBackend(Backend):
             **(engine_kwargs or {}),
         )
 
-    def _run_chunk(self, chunk: list[Request]) -> list[str]:
+    def _run_chunk(self, chunk: list[Request]) -> list[Response]:
         params = [self._vllm.SamplingParams(**sampling_params_kwargs(r)) for r in chunk]
         if self.mode == "chat" and all(r.is_chat for r in chunk):
             outputs = self.llm.chat([r.messages for r in chunk], sampling_params=params, use_tqdm=False)
@@ -71,14 +71,14 @@ class VLLMBackend(Backend):
 
             prompts = [r.prompt if not r.is_chat else messages_to_text(r.messages) for r in chunk]
             outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)
-        return [o.outputs[0].text for o in outputs]
+        return [Response(text=o.outputs[0].text, tokens=len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids))
+                for o in outputs]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         for start in range(0, len(requests), self.chunk_size):
             chunk = list(requests[start : start + self.chunk_size])
             try:
-                texts = self._run_chunk(chunk)
-                yield from ((start + j, Response(text=t)) for j, t in enumerate(texts))
+                yield from ((start + j, r) for j, r in enumerate(self._run_chunk(chunk)))
             except Exception as error:  # noqa: BLE001 - recorded per request
                 yield from ((start + j, Response(text=None, error=f"{type(error).__name__}: {error}"))
                             for j in range(len(chunk)))

@@ -1,0 +1,1 @@
+"""Pairwise judging: every pair of judged models, on the arena sample, in both orders."""

@@ -1,0 +1,112 @@
+"""Games of one pair of models on the arena questions: two per question, one per order.
+
+Every pair is judged in both orders (A/B swapped) so that a judge's position bias cancels in
+the Bradley-Terry fit; ``shown_first`` records the order. LLM verdicts that cannot be read are
+asked again up to ``max_attempts`` and then recorded as ``invalid``: never dropped, never a tie.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from polyrag.errors import DataError, TooManyFailures
+from polyrag.judge.reference import answer_scores, reference_letter
+from polyrag.judge.verdicts import game_verdict, parse_verdict
+from polyrag.llm.client import LLM
+from polyrag.llm.types import Request
+from polyrag.generate.prompts import language_name
+from polyrag.prompts import render
+
+log = logging.getLogger(__name__)
+
+SCHEMA = pa.schema([
+    ("query_id", pa.string()),
+    ("model_a", pa.string()),
+    ("model_b", pa.string()),
+    ("shown_first", pa.string()),
+    ("verdict", pa.string()),
+    ("raw_output", pa.string()),
+    ("judge_calls", pa.int32()),
+    ("judge_tokens", pa.int64()),
+])
+
+
+def arena_items(records: list[dict], answers_a: list[dict], answers_b: list[dict]) -> list[tuple[dict, dict, dict]]:
+    """(question, answer of model_a, answer of model_b) for the arena sample; inputs aligned by question."""
+    return [(r, a, b) for r, a, b in zip(records, answers_a, answers_b) if r["arena"]]
+
+
+def shown_text(answer: dict) -> str:
+    """What the judge reads: the parsed answer, or the raw output when none could be parsed."""
+    return answer["answer"] if answer["answer"] is not None else (answer["raw_output"] or "")
+
+
+def game_row(record, model_a, model_b, a_first, verdict, raw, calls, tokens) -> dict:
+    return {"query_id": record["query_id"], "model_a": model_a, "model_b": model_b,
+            "shown_first": model_a if a_first else model_b, "verdict": verdict, "raw_output": raw,
+            "judge_calls": calls, "judge_tokens": tokens}
+
+
+def judge_with_reference(items, model_a: str, model_b: str, options: dict) -> list[dict]:
+    rows = []
+    for record, answer_a, answer_b in items:
+        if not record.get("reference_answer"):
+            raise DataError(f"question {record['query_id']}: the reference judge needs a reference answer")
+        score_a, score_b = answer_scores(record, [answer_a, answer_b], options["weights"])
+        for a_first in (True, False):
+            first, second = (score_a, score_b) if a_first else (score_b, score_a)
+            letter = reference_letter(first, second, options["tie_margin"])
+            raw = json.dumps({"letter": letter, model_a: score_a, model_b: score_b})
+            rows.append(game_row(record, model_a, model_b, a_first, game_verdict(letter, a_first), raw, 0, None))
+    return rows
+
+
+def judge_prompt(record: dict, first: dict, second: dict) -> list[dict[str, str]]:
+    content = render(
+        "judge/mirage_pairwise.j2", query=record["query"], passages=record["passages"],
+        language_name=language_name(record["language"]), answer_a=shown_text(first), answer_b=shown_text(second),
+    )
+    return [{"role": "user", "content": content}]
+
+
+def judge_with_llm(llm: LLM, items, model_a: str, model_b: str, settings: dict) -> list[dict]:
+    games = [(item, a_first) for item in items for a_first in (True, False)]
+    letters: list[str | None] = [None] * len(games)
+    raws: list[str | None] = [None] * len(games)
+    calls, tokens = [0] * len(games), [0] * len(games)
+    for attempt in range(settings["max_attempts"]):
+        todo = [g for g in range(len(games)) if letters[g] is None]
+        if not todo:
+            break
+        requests = []
+        for g in todo:
+            (record, answer_a, answer_b), a_first = games[g]
+            first, second = (answer_a, answer_b) if a_first else (answer_b, answer_a)
+            # A new seed per attempt: a retry is a new sample, not the same cached failure.
+            requests.append(Request(messages=judge_prompt(record, first, second), temperature=settings["temperature"],
+                                    max_tokens=settings["max_tokens"], seed=settings["seed"] + attempt))
+        for g, response in zip(todo, llm.generate(requests, desc=f"judge {model_a} vs {model_b}, attempt {attempt + 1}")):
+            calls[g] += 1
+            tokens[g] += response.tokens or 0
+            raws[g] = response.text if response.ok else f"error: {response.error}"
+            letters[g] = parse_verdict(response.text) if response.ok else None
+    rows = [game_row(item[0], model_a, model_b, a_first, game_verdict(letters[g], a_first), raws[g], calls[g], tokens[g])
+            for g, (item, a_first) in enumerate(games)]
+    invalid = sum(r["verdict"] == "invalid" for r in rows)
+    log.info("%s vs %s: %d games, %d invalid after %d attempts", model_a, model_b, len(rows), invalid, settings["max_attempts"])
+    if rows and invalid == len(rows):
+        raise TooManyFailures(
+            f"the judge returned no readable verdict ([[A]], [[B]] or [[C]]) in any of the {len(rows)} games of "
+            f"{model_a} vs {model_b} after {settings['max_attempts']} attempts each"
+        )
+    return rows
+
+
+def write_games(rows: list[dict], path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)

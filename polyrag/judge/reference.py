@@ -1,0 +1,49 @@
+"""The offline ``reference`` judge for the demo and CI.
+
+Each answer gets a score, a weighted sum of three parts in [0, 1]:
+  similarity  cosine similarity of the answer to the reference answer (multilingual-e5-small),
+  citation    share of its cited docids that are relevant (0 when it cites nothing),
+  language    probability that it is written in the question's language (langid / lingua).
+Citations are removed before the text parts are computed. The higher score wins when the
+difference exceeds ``tie_margin``, otherwise the game is a tie. An answer that could not be
+parsed loses to one that could; two such answers tie. The judge sees no model names and no
+order, so both orders of a pair get the same verdict.
+"""
+
+from __future__ import annotations
+
+from polyrag.features.embedding import embed
+from polyrag.features.language import language_probabilities
+from polyrag.generate.parsing import strip_citations
+
+
+def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, float]) -> list[dict | None]:
+    """Score parts and total for each answer (None for an unparseable answer)."""
+    docids = [p["docid"] for p in record["passages"]]
+    reference = strip_citations(record["reference_answer"], docids)
+    relevant = set(record["relevant_docids"])
+    texts = [strip_citations(a["answer"], docids) if a and a["answer"] else None for a in answers]
+    vectors = embed([reference] + [t for t in texts if t is not None])
+    scores, k = [], 1
+    for answer, text in zip(answers, texts):
+        if text is None:
+            scores.append(None)
+            continue
+        cited = list(answer["cited_docids"])
+        parts = {
+            "similarity": float(vectors[0] @ vectors[k]),
+            "citation": sum(d in relevant for d in cited) / len(cited) if cited else 0.0,
+            "language": language_probabilities(text, record["language"]).get(record["language"], 0.0),
+        }
+        k += 1
+        parts["total"] = sum(weights[name] * parts[name] for name in ("similarity", "citation", "language"))
+        scores.append(parts)
+    return scores
+
+
+def reference_letter(first: dict | None, second: dict | None, tie_margin: float) -> str:
+    """'A' if the first shown answer wins, 'B' if the second does, 'C' for a tie."""
+    if first is None or second is None:
+        return "C" if first is second else ("B" if first is None else "A")
+    difference = first["total"] - second["total"]
+    return "A" if difference > tie_margin else "B" if difference < -tie_margin else "C"

@@ -1,0 +1,26 @@
+"""Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer."""
+
+import pyarrow.parquet as pq
+
+from polyrag.data.records import read_questions
+from polyrag.features.embedding import embedding_similarity
+from polyrag.features.table import align, write_features
+from polyrag.generate.parsing import strip_citations
+from polyrag.logs import run_logged
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    records = read_questions(sm.input.questions)
+    answers = align(records, pq.read_table(sm.input.answers).to_pylist(), sm.input.questions, sm.input.answers)
+
+    def clean(text, record):
+        return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None
+
+    similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
+                                      [clean(r["reference_answer"], r) for r in records])
+    rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
+    write_features(rows, ["embedding_similarity"], sm.output[0])
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

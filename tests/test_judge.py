@@ -1,0 +1,141 @@
+"""Pairwise judging: verdict parsing, both orders, the reference judge, LLM retries, recorded verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from polyrag.data.demo import load_demo
+from polyrag.errors import DataError, TooManyFailures
+from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference
+from polyrag.judge.recorded import recorded_games
+from polyrag.judge.verdicts import game_verdict, parse_verdict
+from polyrag.llm.base import Backend
+from polyrag.llm.client import LLM
+from polyrag.llm.types import Response
+
+REFERENCE = {"weights": {"similarity": 1.0, "citation": 1.0, "language": 1.0}, "tie_margin": 0.05}
+JUDGING = {"max_attempts": 3, "temperature": 0.1, "max_tokens": 64, "seed": 1}
+
+
+def test_the_last_verdict_counts():
+    assert parse_verdict('Output "[[A]]" if A is better, "[[B]]" if B is. Verdict: [[B]]') == "B"
+    assert parse_verdict("[[ C ]]") == "C"
+    assert parse_verdict("A is better.") is None and parse_verdict("[[D]]") is None and parse_verdict(None) is None
+
+
+def test_verdicts_in_both_orders():
+    assert game_verdict("A", a_shown_first=True) == "model_a"
+    assert game_verdict("A", a_shown_first=False) == "model_b"
+    assert game_verdict("B", a_shown_first=False) == "model_a"
+    assert game_verdict("C", a_shown_first=False) == "tie"
+    assert game_verdict(None, a_shown_first=True) == "invalid"
+
+
+@pytest.fixture(scope="module")
+def hindi(repo):
+    records = [{**r, "arena": i < 3} for i, r in enumerate(load_demo("hi", repo / "resources" / "demo"))]
+    english = load_demo("en", repo / "resources" / "demo")
+    return records, english
+
+
+def perfect(record):
+    cited = [d for d in record["relevant_docids"]]
+    return {"query_id": record["query_id"], "answer": record["reference_answer"], "cited_docids": cited, "raw_output": "x"}
+
+
+def test_reference_judge(hindi):
+    records, english = hindi
+    good = [perfect(r) for r in records]
+    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
+    unparsed = [{**perfect(r), "answer": None, "cited_docids": []} for r in records]
+    items = arena_items(records, good, wrong_language)
+    assert len(items) == 3
+    rows = judge_with_reference(items, "good", "wrong", REFERENCE)
+    assert len(rows) == 6 and [r["shown_first"] for r in rows[:2]] == ["good", "wrong"]
+    assert {r["verdict"] for r in rows} == {"model_a"}  # the Hindi answer wins in both orders
+    scores = json.loads(rows[0]["raw_output"])
+    assert scores["good"]["total"] == pytest.approx(sum(scores["good"][k] for k in ("similarity", "citation", "language")))
+    assert {r["verdict"] for r in judge_with_reference(arena_items(records, good, good), "a", "b", REFERENCE)} == {"tie"}
+    assert {r["verdict"] for r in judge_with_reference(arena_items(records, unparsed, good), "a", "b", REFERENCE)} == {"model_b"}
+    only_citation = {**REFERENCE, "weights": {"similarity": 0.0, "citation": 1.0, "language": 0.0}}
+    # Same text, one cites nothing: citation weight alone decides.
+    uncited = [{**a, "cited_docids": []} for a in good]
+    assert {r["verdict"] for r in judge_with_reference(arena_items(records, uncited, good), "a", "b", only_citation)} == {"model_b"}
+
+
+class ScriptedJudge(Backend):
+    """Prefers the answer that mentions "Delhi"; rambles without a verdict on its first try per game."""
+
+    name = "scripted"
+    identity = "scripted"
+
+    def __init__(self, never_decide=lambda prompt: False):
+        self.prompts: list[str] = []
+        self.never_decide = never_decide
+
+    def stream(self, requests):
+        for i, request in enumerate(requests):
+            prompt = request.messages[0]["content"]
+            first_try = prompt not in self.prompts
+            self.prompts.append(prompt)
+            if self.never_decide(prompt) or first_try:
+                yield i, Response(text='Answer "[[A]]" or "[[B]]"... hard to say.'.replace("[[", "<").replace("]]", ">"), tokens=10)
+                continue
+            answer_a = prompt.split("[The Start of Assistant A's Answer]")[1]
+            answer_b = prompt.split("[The Start of Assistant B's Answer]")[1]
+            letter = "A" if "Delhi" in answer_a.split("[The End")[0] else "B" if "Delhi" in answer_b.split("[The End")[0] else "C"
+            yield i, Response(text=f"Reasoning. [[{letter}]]", tokens=12)
+
+
+def test_llm_judge_fills_every_prompt_and_retries(hindi):
+    records, _ = hindi
+    a = [{"query_id": r["query_id"], "answer": f"Delhi answer {r['query_id']}", "cited_docids": [], "raw_output": ""} for r in records]
+    b = [{"query_id": r["query_id"], "answer": None, "cited_docids": [], "raw_output": f"raw {r['query_id']}"} for r in records]
+    judge = ScriptedJudge()
+    rows = judge_with_llm(LLM(judge), arena_items(records, a, b), "m1", "m2", JUDGING)
+    assert [r["verdict"] for r in rows] == ["model_a"] * 6
+    assert [r["judge_calls"] for r in rows] == [2] * 6 and [r["judge_tokens"] for r in rows] == [22] * 6
+    first_prompts = judge.prompts[:6]
+    assert len(set(first_prompts)) == 6  # filled per game, never reused
+    for k, record in enumerate(r for r in records if r["arena"]):
+        a_first, b_first = first_prompts[2 * k], first_prompts[2 * k + 1]
+        assert record["query"] in a_first and all(f"[{p['docid']}]: " in a_first for p in record["passages"])
+        assert a_first.index("Delhi answer") < a_first.index(f"raw {record['query_id']}")  # model_a shown first
+        assert b_first.index(f"raw {record['query_id']}") < b_first.index("Delhi answer")
+
+
+def test_unreadable_verdicts_are_invalid_and_a_judge_that_never_decides_fails(hindi):
+    records, _ = hindi
+    a = [perfect(r) for r in records]
+    with pytest.raises(TooManyFailures, match=r"no readable verdict .* in any of the 6 games of m1 vs m2 after 3 attempts"):
+        judge_with_llm(LLM(ScriptedJudge(lambda p: True)), arena_items(records, a, a), "m1", "m2", JUDGING)
+    stubborn = records[0]["query"]
+    b = [{**x, "answer": x["answer"] + " (b)"} for x in a]  # distinct answers: each order its own prompt
+    rows = judge_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), arena_items(records, a, b), "m1", "m2", JUDGING)
+    assert [r["verdict"] for r in rows] == ["invalid", "invalid", "tie", "tie", "tie", "tie"]
+    assert [r["judge_calls"] for r in rows] == [3, 3, 2, 2, 2, 2]  # invalid games were asked 3 times, then kept
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_recorded_verdicts(tmp_path, hindi):
+    records, _ = hindi
+    arena_id, other_id = records[0]["query_id"], records[5]["query_id"]
+    write_jsonl(tmp_path / "hi.jsonl", [
+        {"query_id": arena_id, "model_A": "gpt-4o", "model_B": "llama-3", "verdict": "A", "judge": "gpt-4o", "output": "x [[A]]"},
+        {"query_id": arena_id, "model_A": "llama-3", "model_B": "gpt-4o", "verdict": "Tie", "judge": "gpt-4o", "output": "y"},
+        {"query_id": arena_id, "model_A": "llama-3", "model_B": "gpt-4o", "verdict": "B", "judge": "other", "output": "z"},
+        {"query_id": other_id, "model_A": "gpt-4o", "model_B": "llama-3", "verdict": "B", "judge": "gpt-4o", "output": "w"},
+        {"query_id": arena_id, "model_A": "gpt-4o", "model_B": "aya", "verdict": "B", "judge": "gpt-4o", "output": "v"},
+    ])
+    options = {"dataset": "x", "split": "train", "revision": None, "dir": str(tmp_path), "judge_name": "gpt-4o",
+               "model_names": {"gpt4o": "gpt-4o"}}
+    games = recorded_games(records, "gpt4o", "llama-3", "hi", options, "")
+    assert [(g["shown_first"], g["verdict"], g["raw_output"]) for g in games] == [("gpt4o", "model_a", "x [[A]]"), ("llama-3", "tie", "y")]
+    write_jsonl(tmp_path / "hi.jsonl", [{"query_id": arena_id, "model_A": "gpt-4o", "model_B": "llama-3", "verdict": "a"}])
+    with pytest.raises(DataError, match=r"hi.jsonl: row 1: verdict 'a' is not one of A, B, Tie"):
+        recorded_games(records, "gpt4o", "llama-3", "hi", options, "")
