@@ -28,6 +28,8 @@ BACKEND_RESOURCES: dict[str, dict[str, int]] = {
     "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
     "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
 }
+#: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
+FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
 
 
 def _with_defaults(validator_class):
@@ -145,7 +147,8 @@ def model_pairs(models: list[str]) -> list[tuple[str, str]]:
 
 def model_resources(entry: dict) -> dict[str, int]:
     """Cluster resources of one model's jobs: backend defaults, then the model's own."""
-    return {**BACKEND_RESOURCES[entry["backend"]], **(entry.get("resources") or {})}
+    defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
+    return {**defaults, **(entry.get("resources") or {})}
 
 
 def generation_settings(config: dict, model: str) -> dict:

@@ -57,7 +57,12 @@ def feature_group_files(wildcards):
     groups = ["deterministic"]
     if config["features"]["embedding_similarity"]:
         groups.append("embedding")
+    groups += [group for group in ("nli", "reranker") if config["features"][group]]
     return [f"results/features/{wildcards.model}/{wildcards.lang}/{group}.parquet" for group in groups]
+
+
+def feature_model_resource(group, name):
+    return lambda wildcards: model_resources(config["features"][group] or {})[name]
 
 
 def judge_entry(wildcards):

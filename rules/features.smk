@@ -41,6 +41,52 @@ rule embedding_features:
         "../scripts/embedding_features.py"
 
 
+rule nli_features:
+    input:
+        questions="results/data/{lang}.parquet",
+        answers="results/answers/{model}/{lang}.parquet",
+    output:
+        "results/features/{model}/{lang}/nli.parquet",
+    params:
+        options=config["features"]["nli"],
+    log:
+        "logs/features/{model}/{lang}/nli.log",
+    benchmark:
+        "results/benchmarks/features/{model}/{lang}/nli.tsv"
+    threads: feature_model_resource("nli", "threads")
+    resources:
+        gpu=feature_model_resource("nli", "gpu"),
+        mem_mb=feature_model_resource("nli", "mem_mb"),
+        runtime=feature_model_resource("nli", "runtime"),
+    conda:
+        "../envs/llm.yaml"
+    script:
+        "../scripts/nli_features.py"
+
+
+rule reranker_features:
+    input:
+        questions="results/data/{lang}.parquet",
+        answers="results/answers/{model}/{lang}.parquet",
+    output:
+        "results/features/{model}/{lang}/reranker.parquet",
+    params:
+        options=config["features"]["reranker"],
+    log:
+        "logs/features/{model}/{lang}/reranker.log",
+    benchmark:
+        "results/benchmarks/features/{model}/{lang}/reranker.tsv"
+    threads: feature_model_resource("reranker", "threads")
+    resources:
+        gpu=feature_model_resource("reranker", "gpu"),
+        mem_mb=feature_model_resource("reranker", "mem_mb"),
+        runtime=feature_model_resource("reranker", "runtime"),
+    conda:
+        "../envs/llm.yaml"
+    script:
+        "../scripts/reranker_features.py"
+
+
 rule merge_features:
     input:
         feature_group_files,

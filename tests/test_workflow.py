@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from .tiny_models import sequence_classifier
+
 pytestmark = pytest.mark.slow
 
 ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error"]
@@ -23,15 +25,16 @@ def snakemake(repo, workdir, *args):
     )
 
 
-def tiny_config(repo, workdir, **models):
+def tiny_config(repo, workdir, languages=("en", "hi"), features=None, **models):
     config = {
-        "languages": ["en", "hi"],
+        "languages": list(languages),
         "seed": 7,
         "cache_dir": str(workdir / "cache"),
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 4, "arena_queries": 2},
         "generation": {"max_tokens": 48},
         "models": models,
         "judges": {"reference": {"backend": "reference"}},
+        "features": features or {},
     }
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
     return config
@@ -76,12 +79,30 @@ def test_features_and_judgments(run):
         features = {m: pd.read_parquet(workdir / "results" / "features" / m / f"{lang}.parquet") for m in config["models"]}
         for table in features.values():
             assert {"target_language", "citation_recall@10", "answer_bleu", "embedding_similarity"} <= set(table.columns)
+            assert "support_entailment" not in table.columns  # not configured: absent, not zero
         assert features["mock-0"]["citation_recall@10"].mean() == 1.0
         assert features["mock-0"]["answer_bleu"].mean() > features["mock-50"]["answer_bleu"].mean()
         for pair in ("gemma-270m__mock-0", "gemma-270m__mock-50", "mock-0__mock-50"):
             games = pd.read_parquet(workdir / "results" / "judgments" / "reference" / lang / f"{pair}.parquet")
             assert len(games) == 2 * 2  # two arena questions, both orders
             assert set(games["verdict"]) <= {"model_a", "model_b", "tie"}
+
+
+def test_model_based_feature_rules(repo, tmp_path):
+    tiny = tmp_path / "tiny-models"
+    features = {"nli": {"model": str(sequence_classifier(tiny / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})),
+                        "device": "cpu", "resources": {"gpu": 0}},
+                "reranker": {"model": str(sequence_classifier(tiny / "reranker", {0: "LABEL_0"})), "device": "cpu"}}
+    tiny_config(repo, tmp_path, languages=["en", "de"], features=features, **{"mock-0": {"backend": "mock", "error_rate": 0.0}})
+    target = "results/features/mock-0/en.parquet"
+    dry = snakemake(repo, tmp_path, "-n", target)
+    assert re.search(r"rule nli_features:(?:.*\n)*?\s+resources: [^\n]*gpu=0", dry.stdout)
+    assert re.search(r"rule reranker_features:(?:.*\n)*?\s+resources: [^\n]*gpu=1", dry.stdout)
+    result = snakemake(repo, tmp_path, "--cores", "2", target)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_parquet(tmp_path / target)
+    assert table[["support_entailment", "support_neutral", "reranker_score"]].notna().all().all()
+    assert table["support_entailment"].between(0, 1).all()
 
 
 def test_mock_error_rates_match_config(run):

@@ -1,0 +1,45 @@
+"""Tiny random-initialised Hugging Face models with a tokenizer trained on fixture text, built in
+the tests: the real loading and inference code paths, without any download."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+
+FIXTURE_TEXT = [
+    "The Niger River flows into the Gulf of Guinea through a large delta .",
+    "Der Niger mündet über ein großes Delta in den Golf von Guinea .",
+    "नाइजर नदी गिनी की खाड़ी में गिरती है ।",
+    "尼日尔河 注入 几内亚湾 。",
+    "Mozart was born in Salzburg in 1756 .",
+]
+SPECIAL = ["[UNK]", "[PAD]", "[CLS]", "[SEP]"]
+
+
+def pair_tokenizer() -> PreTrainedTokenizerFast:
+    raw = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    raw.train_from_iterator(FIXTURE_TEXT * 3, trainers.WordLevelTrainer(special_tokens=SPECIAL))
+    cls, sep = raw.token_to_id("[CLS]"), raw.token_to_id("[SEP]")
+    raw.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]")
+
+
+def sequence_classifier(path: Path, id2label: dict[int, str]) -> Path:
+    """A 2-layer BERT pair classifier saved to ``path``."""
+    import torch
+
+    tokenizer = pair_tokenizer()
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=len(id2label),
+                        id2label=id2label, label2id={v: k for k, v in id2label.items()},
+                        pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
