@@ -107,6 +107,11 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(
                 f"{source}: languages: no demo data for {missing} in {demo_dir} (available: {available})"
             )
+    llm_features = config["features"]["llm"]
+    if llm_features is not None:
+        judge = config["judges"].get(llm_features["judge"])
+        if judge is None or judge["backend"] in ("reference", "recorded"):
+            raise ConfigError(f"{source}: features.llm.judge: {llm_features['judge']!r} is not an LLM judge under judges:")
     filter_model = data["miracl"]["time_filter_model"]
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")

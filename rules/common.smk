@@ -57,12 +57,21 @@ def feature_group_files(wildcards):
     groups = ["deterministic"]
     if config["features"]["embedding_similarity"]:
         groups.append("embedding")
-    groups += [group for group in ("nli", "reranker") if config["features"][group]]
+    groups += [group for group in ("nli", "reranker", "llm") if config["features"][group]]
     return [f"results/features/{wildcards.model}/{wildcards.lang}/{group}.parquet" for group in groups]
 
 
 def feature_model_resource(group, name):
     return lambda wildcards: model_resources(config["features"][group] or {})[name]
+
+
+def llm_feature_judge(wildcards):
+    name = config["features"]["llm"]["judge"]
+    return {"name": name, "entry": config["judges"][name]}
+
+
+def llm_feature_resource(name):
+    return lambda wildcards: model_resources(config["judges"][config["features"]["llm"]["judge"]])[name]
 
 
 def judge_entry(wildcards):

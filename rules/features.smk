@@ -87,6 +87,32 @@ rule reranker_features:
         "../scripts/reranker_features.py"
 
 
+rule llm_features:
+    input:
+        questions="results/data/{lang}.parquet",
+        answers="results/answers/{model}/{lang}.parquet",
+    output:
+        "results/features/{model}/{lang}/llm.parquet",
+    params:
+        judge=llm_feature_judge,
+        options=config["features"]["llm"],
+        seed=config["seed"],
+        cache_dir=config["cache_dir"],
+    log:
+        "logs/features/{model}/{lang}/llm.log",
+    benchmark:
+        "results/benchmarks/features/{model}/{lang}/llm.tsv"
+    threads: llm_feature_resource("threads")
+    resources:
+        gpu=llm_feature_resource("gpu"),
+        mem_mb=llm_feature_resource("mem_mb"),
+        runtime=llm_feature_resource("runtime"),
+    conda:
+        "../envs/llm.yaml"
+    script:
+        "../scripts/llm_features.py"
+
+
 rule merge_features:
     input:
         feature_group_files,

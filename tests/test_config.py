@@ -57,6 +57,8 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(languages=["en", "sw"]), "no demo data for ['sw']"),
         (lambda c: c["models"]["mock-20"].update(wrong_language_from=["fr", "it"]), "models.mock-20.wrong_language_from"),
         (lambda c: c.update(languages=["hi"]), "models.mock-perfect: the wrong_language corruption needs a language"),
+        (lambda c: c.update(features={"llm": {"judge": "reference"}}), "features.llm.judge: 'reference' is not an LLM judge"),
+        (lambda c: c["judges"].update(x={"backend": "reference", "tie_margin": -1}), "judges.x.tie_margin: -1 is less than"),
     ],
 )
 def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):

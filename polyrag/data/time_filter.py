@@ -6,7 +6,7 @@ import logging
 import re
 
 from polyrag.llm.client import LLM
-from polyrag.llm.types import Request
+from polyrag.llm.retry import ask_until_parsed
 from polyrag.prompts import render
 
 log = logging.getLogger(__name__)
@@ -21,20 +21,11 @@ def parse_label(text: str | None) -> bool | None:
 
 def drop_time_dependent(records: list[dict], llm: LLM, seed: int, attempts: int = 3) -> list[dict]:
     """Keep questions the model labels not time-dependent; unreadable labels are retried, then kept."""
-    labels: dict[int, bool | None] = dict.fromkeys(range(len(records)))
-    for attempt in range(attempts):
-        todo = [i for i, label in labels.items() if label is None]
-        if not todo:
-            break
-        requests = [
-            Request(messages=[{"role": "user", "content": render("data/time_filter.j2", query=records[i]["query"])}],
-                    temperature=0.0 if attempt == 0 else 0.1, max_tokens=256, seed=seed + attempt)
-            for i in todo
-        ]
-        for i, response in zip(todo, llm.generate(requests, desc="time filter")):
-            labels[i] = parse_label(response.text) if response.ok else None
-    unreadable = sum(1 for label in labels.values() if label is None)
-    dropped = sum(1 for label in labels.values() if label)
+    prompts = [[{"role": "user", "content": render("data/time_filter.j2", query=r["query"])}] for r in records]
+    labels = [r.value for r in ask_until_parsed(llm, prompts, parse_label, max_attempts=attempts, temperature=0.1,
+                                                max_tokens=256, seed=seed, desc="time filter")]
+    unreadable = sum(label is None for label in labels)
+    dropped = sum(bool(label) for label in labels)
     log.info("time filter: %d of %d questions dropped as time-dependent, %d kept without a readable label",
              dropped, len(records), unreadable)
-    return [record for i, record in enumerate(records) if not labels[i]]
+    return [record for record, label in zip(records, labels) if not label]

@@ -18,7 +18,7 @@ from polyrag.errors import DataError, TooManyFailures
 from polyrag.judge.reference import answer_scores, reference_letter
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.client import LLM
-from polyrag.llm.types import Request
+from polyrag.llm.retry import ask_until_parsed
 from polyrag.generate.prompts import language_name
 from polyrag.prompts import render
 
@@ -76,27 +76,13 @@ def judge_prompt(record: dict, first: dict, second: dict) -> list[dict[str, str]
 
 def judge_with_llm(llm: LLM, items, model_a: str, model_b: str, settings: dict) -> list[dict]:
     games = [(item, a_first) for item in items for a_first in (True, False)]
-    letters: list[str | None] = [None] * len(games)
-    raws: list[str | None] = [None] * len(games)
-    calls, tokens = [0] * len(games), [0] * len(games)
-    for attempt in range(settings["max_attempts"]):
-        todo = [g for g in range(len(games)) if letters[g] is None]
-        if not todo:
-            break
-        requests = []
-        for g in todo:
-            (record, answer_a, answer_b), a_first = games[g]
-            first, second = (answer_a, answer_b) if a_first else (answer_b, answer_a)
-            # A new seed per attempt: a retry is a new sample, not the same cached failure.
-            requests.append(Request(messages=judge_prompt(record, first, second), temperature=settings["temperature"],
-                                    max_tokens=settings["max_tokens"], seed=settings["seed"] + attempt))
-        for g, response in zip(todo, llm.generate(requests, desc=f"judge {model_a} vs {model_b}, attempt {attempt + 1}")):
-            calls[g] += 1
-            tokens[g] += response.tokens or 0
-            raws[g] = response.text if response.ok else f"error: {response.error}"
-            letters[g] = parse_verdict(response.text) if response.ok else None
-    rows = [game_row(item[0], model_a, model_b, a_first, game_verdict(letters[g], a_first), raws[g], calls[g], tokens[g])
-            for g, (item, a_first) in enumerate(games)]
+    prompts = [judge_prompt(record, *((a, b) if a_first else (b, a))) for (record, a, b), a_first in games]
+    results = ask_until_parsed(
+        llm, prompts, parse_verdict, max_attempts=settings["max_attempts"], temperature=settings["temperature"],
+        max_tokens=settings["max_tokens"], seed=settings["seed"], desc=f"judge {model_a} vs {model_b}",
+    )
+    rows = [game_row(item[0], model_a, model_b, a_first, game_verdict(r.value, a_first), r.raw_output, r.calls, r.tokens)
+            for (item, a_first), r in zip(games, results)]
     invalid = sum(r["verdict"] == "invalid" for r in rows)
     log.info("%s vs %s: %d games, %d invalid after %d attempts", model_a, model_b, len(rows), invalid, settings["max_attempts"])
     if rows and invalid == len(rows):
