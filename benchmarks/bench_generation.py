@@ -94,7 +94,7 @@ def main() -> None:
         rows = bench_server(args.requests, args.max_tokens, Path(scratch))
         if not args.skip_demo:
             rows += bench_demo(Path(scratch))
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows).astype({"requests": "Int64"})
     print(f"\nGeneration benchmark ({os.cpu_count()} CPU cores, Gemma 3 270M Q4_K_M, max_tokens {args.max_tokens})")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}", na_rep="-"))
 

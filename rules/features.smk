@@ -61,7 +61,7 @@ rule nli_features:
     conda:
         "../envs/llm.yaml"
     script:
-        "../scripts/nli_features.py"
+        "../scripts/model_features.py"
 
 
 rule reranker_features:
@@ -84,7 +84,7 @@ rule reranker_features:
     conda:
         "../envs/llm.yaml"
     script:
-        "../scripts/reranker_features.py"
+        "../scripts/model_features.py"
 
 
 rule llm_features:

@@ -1,18 +1,14 @@
 """Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer."""
 
-import pyarrow.parquet as pq
-
-from polyrag.data.records import read_questions
 from polyrag.features.embedding import embedding_similarity
-from polyrag.features.table import align, write_features
+from polyrag.features.table import read_aligned, write_features
 from polyrag.generate.parsing import strip_citations
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    records = read_questions(sm.input.questions)
-    answers = align(records, pq.read_table(sm.input.answers).to_pylist(), sm.input.questions, sm.input.answers)
+    records, answers = read_aligned(sm.input.questions, sm.input.answers)
 
     def clean(text, record):
         return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None

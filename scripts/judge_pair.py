@@ -1,9 +1,6 @@
 """Snakemake entry point of rule judge_pair: results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet."""
 
-import pyarrow.parquet as pq
-
-from polyrag.data.records import read_questions
-from polyrag.features.table import align
+from polyrag.features.table import read_aligned
 from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference, write_games
 from polyrag.judge.recorded import recorded_games
 from polyrag.llm import open_llm
@@ -13,9 +10,9 @@ from polyrag.logs import run_logged
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     w, judge = sm.wildcards, sm.params.judge
-    records = read_questions(sm.input.questions)
-    answers = [align(records, pq.read_table(path).to_pylist(), sm.input.questions, path)
-               for path in (sm.input.answers_a, sm.input.answers_b)]
+    records, answers_a = read_aligned(sm.input.questions, sm.input.answers_a)
+    _, answers_b = read_aligned(sm.input.questions, sm.input.answers_b)
+    answers = (answers_a, answers_b)
     if judge["backend"] == "recorded":
         rows = recorded_games(records, w.model_a, w.model_b, w.lang, judge, sm.params.cache_dir)
     elif judge["backend"] == "reference":

@@ -1,18 +1,14 @@
 """Snakemake entry point of rule llm_features: answer_overlap_llm and fluency_llm."""
 
-import pyarrow.parquet as pq
-
-from polyrag.data.records import read_questions
 from polyrag.features.llm_scores import TEMPLATES, llm_scores
-from polyrag.features.table import align, write_features
+from polyrag.features.table import read_aligned, write_features
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    records = read_questions(sm.input.questions)
-    answers = align(records, pq.read_table(sm.input.answers).to_pylist(), sm.input.questions, sm.input.answers)
+    records, answers = read_aligned(sm.input.questions, sm.input.answers)
     options = sm.params.options
     settings = {"max_attempts": options["max_attempts"], "temperature": options["temperature"],
                 "max_tokens": options["max_tokens"], "seed": sm.params.seed}

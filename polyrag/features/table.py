@@ -25,6 +25,14 @@ def align(records: list[dict], answers: list[dict], data_path: str, answers_path
     return [by_id[q] for q in question_ids]
 
 
+def read_aligned(questions_path: str, answers_path: str) -> tuple[list[dict], list[dict]]:
+    """The questions of a data file and one model's answers to them, in the same order."""
+    from polyrag.data.records import read_questions
+
+    records = read_questions(questions_path)
+    return records, align(records, pq.read_table(answers_path).to_pylist(), questions_path, answers_path)
+
+
 def write_features(rows: list[dict], columns: list[str], path: str | Path) -> None:
     """``query_id`` and float feature columns; None is written as null, never as 0 or NaN."""
     schema = pa.schema([("query_id", pa.string())] + [(c, pa.float64()) for c in columns])
