@@ -1,4 +1,5 @@
 # Config validation, names, resources and input functions shared by every stage.
+import re
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -30,12 +31,17 @@ JUDGES = list(config["judges"])
 PAIRS = model_pairs(judged_models(config))
 
 
+def alternatives(names):
+    """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
 wildcard_constraints:
-    lang="|".join(LANGUAGES),
-    model="|".join(MODELS),
-    model_a="|".join(MODELS),
-    model_b="|".join(MODELS),
-    judge="|".join(JUDGES) or "(?!)",
+    lang=alternatives(LANGUAGES),
+    model=alternatives(MODELS),
+    model_a=alternatives(MODELS),
+    model_b=alternatives(MODELS),
+    judge=alternatives(JUDGES),
 
 
 def all_targets():
