@@ -12,7 +12,6 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/generate.smk"
