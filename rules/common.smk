@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from polyrag.config import (
     generation_settings,
     judged_models,
-    judging_settings as judging_config,
+    judging_settings,
     model_pairs,
     model_resources,
     validate_config,
@@ -82,10 +82,6 @@ def llm_feature_resource(name):
 
 def judge_entry(wildcards):
     return config["judges"][wildcards.judge]
-
-
-def judging_settings(wildcards):
-    return judging_config(config)
 
 
 def judge_resource(name):

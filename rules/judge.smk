@@ -11,7 +11,7 @@ rule judge_pair:
         "results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet",
     params:
         judge=judge_entry,
-        judging=judging_settings,
+        judging=judging_settings(config),
         cache_dir=config["cache_dir"],
     log:
         "logs/judge/{judge}/{lang}/{model_a}__{model_b}.log",

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -133,7 +132,3 @@ def write_questions(records: list[dict], path: str | Path) -> None:
 def read_questions(path: str | Path) -> list[dict]:
     """Records from a data-stage Parquet file (lists as Python lists)."""
     return pq.read_table(path).to_pylist()
-
-
-def read_questions_frame(path: str | Path) -> pd.DataFrame:
-    return pq.read_table(path).to_pandas()

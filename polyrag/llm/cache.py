@@ -39,10 +39,6 @@ class ResponseCache:
                 (key, backend, model, json.dumps(request, ensure_ascii=False), response, tokens, time.time()),
             )
 
-    def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-
     def close(self) -> None:
         with self._lock:
             self._db.close()
