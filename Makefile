@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.polyrag-installed
 CORES ?= 2
 
-.PHONY: demo test test-fast lint dry-run bench install clean
+.PHONY: demo test test-fast lint dry-run bench bench-features install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,20 @@ dry-run: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generation.py
+
+# The reference package mirage-bench 0.0.4 declares vllm, FlagEmbedding and five API clients as
+# dependencies; its compared modules need only these, so it gets its own small environment.
+MIRAGE_VENV := .venv-mirage-bench
+$(MIRAGE_VENV)/bin/python:
+	$(PYTHON) -m venv $(MIRAGE_VENV)
+	$(MIRAGE_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(MIRAGE_VENV)/bin/python -m pip install --quiet --no-deps mirage-bench==0.0.4
+	$(MIRAGE_VENV)/bin/python -m pip install --quiet langdetect==1.0.9 lingua-language-detector==2.1.1 \
+		multilingual-rouge==0.0.1 evaluate==0.4.6 sentencex==1.0.32 stanza==1.15.0 \
+		pytrec-eval-terrier==0.5.11 sacrebleu==2.6.0 tqdm==4.70.1
+
+bench-features: $(STAMP) $(MIRAGE_VENV)/bin/python
+	$(BIN)/python benchmarks/bench_features.py --mirage-python $(MIRAGE_VENV)/bin/python
 
 clean:
 	rm -rf results logs .snakemake

@@ -81,6 +81,7 @@ def test_language_features():
     assert english_for_hindi["target_language"] < 0.05 and english_for_hindi["english_language"] > 0.9
     assert english_for_hindi["correct_language"] == 0.0
     assert language_features("Golf von Guinea.", "de")["correct_language"] is None  # 16 characters
+    assert set(language_features("— 1995 ...", "de").values()) == {None}  # no letter, no language
     probabilities = language_probabilities("尼日尔河注入几内亚湾。", "zh")
     assert sum(probabilities.values()) == pytest.approx(1.0) and max(probabilities, key=probabilities.get) == "zh"
 

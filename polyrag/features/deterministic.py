@@ -41,7 +41,9 @@ def deterministic_features(records: list[dict], answers: list[dict]) -> list[dic
         docids = [p["docid"] for p in record["passages"]]
         text = strip_citations(answer["answer"], docids)
         row.update(language_features(text, record["language"]))
-        if row["correct_language"] is None:
+        if row["target_language"] is None:
+            missing["answer without letters (language features)"] += 1
+        elif row["correct_language"] is None:
             missing["answer of 20 characters or fewer (correct_language)"] += 1
         if record["relevant_docids"]:
             row.update(cited)

@@ -67,7 +67,12 @@ def language_probabilities(text: str, language: str) -> dict[str, float]:
 
 def language_features(text: str, language: str, min_chars: int = 20) -> dict[str, float | None]:
     """``target_language``, ``english_language`` and ``correct_language`` (the detected language is
-    the question's; null for answers of ``min_chars`` characters or fewer, as BERGEN counts it)."""
+    the question's; null for answers of ``min_chars`` characters or fewer, as BERGEN counts it).
+
+    An answer without a single letter (``—``, ``...``, digits) carries no evidence of a language:
+    all three are null rather than the detector's prior."""
+    if not any(character.isalpha() for character in text):
+        return dict.fromkeys(["target_language", "english_language", "correct_language"])
     probabilities = language_probabilities(text, language)
     detected = max(probabilities, key=probabilities.get)
     return {
