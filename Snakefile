@@ -17,6 +17,10 @@ include: "rules/data.smk"
 include: "rules/generate.smk"
 include: "rules/features.smk"
 include: "rules/judge.smk"
+include: "rules/arena.smk"
+
+
+report: "report/workflow.rst"
 
 
 rule all:

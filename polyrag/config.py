@@ -112,6 +112,12 @@ def check_semantics(config: dict, source: str) -> None:
         judge = config["judges"].get(llm_features["judge"])
         if judge is None or judge["backend"] in ("reference", "recorded"):
             raise ConfigError(f"{source}: features.llm.judge: {llm_features['judge']!r} is not an LLM judge under judges:")
+    arena_judge = config["arena"]["judge"]
+    if arena_judge is not None and arena_judge not in config["judges"]:
+        raise ConfigError(f"{source}: arena.judge: {arena_judge!r} is not a judge under judges:")
+    if config["judges"] and len(judged_models(config)) < 2:
+        raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
+                          f"found {judged_models(config)}")
     filter_model = data["miracl"]["time_filter_model"]
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
@@ -142,6 +148,11 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
 def judged_models(config: dict) -> list[str]:
     """Models that take part in pairwise judging (``judge: true``), sorted."""
     return sorted(name for name, entry in config["models"].items() if entry["judge"])
+
+
+def arena_judge(config: dict) -> str | None:
+    """The judge whose arena the leaderboard reports: arena.judge, else the first judge."""
+    return config["arena"]["judge"] or next(iter(config["judges"]), None)
 
 
 def model_pairs(models: list[str]) -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from polyrag.config import (
+    arena_judge,
     generation_settings,
     judged_models,
     judging_settings,
@@ -28,7 +29,9 @@ except ConfigError as error:
 LANGUAGES = config["languages"]
 MODELS = list(config["models"])
 JUDGES = list(config["judges"])
-PAIRS = model_pairs(judged_models(config))
+JUDGED = judged_models(config)
+PAIRS = model_pairs(JUDGED)
+ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
 
 
 def alternatives(names):
@@ -55,7 +58,14 @@ def all_targets():
             for lang in LANGUAGES
             for a, b in PAIRS
         ]
+        + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
+        + (["results/leaderboard.csv", "results/plots/rank_heatmap.png"] if ARENA_JUDGE else [])
     )
+
+
+def judgment_files(wildcards):
+    """Every pair's judgments of one judge and language."""
+    return [f"results/judgments/{wildcards.judge}/{wildcards.lang}/{a}__{b}.parquet" for a, b in PAIRS]
 
 
 def feature_group_files(wildcards):

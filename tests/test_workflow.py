@@ -91,6 +91,33 @@ def test_features_and_judgments(run):
             assert set(games["verdict"]) <= {"model_a", "model_b", "tie"}
 
 
+def test_arena_tables_leaderboard_and_report(run, repo):
+    workdir, config = run
+    for lang in config["languages"]:
+        arena = workdir / "results" / "arena" / "reference" / lang
+        bt = pd.read_csv(arena / "bradley_terry.csv")
+        assert list(bt.columns[:5]) == ["model", "logit", "ci_low", "ci_high", "rank"]
+        assert set(bt["model"]) == set(config["models"]) and bt["logit"].sum() == pytest.approx(0, abs=1e-9)
+        assert (bt["ci_low"] <= bt["logit"]).all() and (bt["logit"] <= bt["ci_high"]).all()
+        assert (bt["games"] == 2 * 2 * 2).all()  # 2 questions x 2 opponents x 2 orders
+        surrogate = pd.read_csv(arena / "surrogate.csv")
+        assert list(surrogate.columns[:2]) == ["model", "predicted_logit"] and surrogate["judged"].all()
+        assert (arena / "surrogate_metrics.json").exists()
+    board = pd.read_csv(workdir / "results" / "leaderboard.csv")
+    assert list(board.columns) == ["model", "rank", "mean_rank", "score", "ci_low", "ci_high", "judged",
+                                   "rank_en", "rank_hi"]
+    assert board["rank"].tolist() == [1, 2, 3]
+    assert board["score"].is_monotonic_decreasing or board["mean_rank"].is_monotonic_increasing
+    by_language = pd.read_csv(workdir / "results" / "leaderboard_by_language.csv")
+    assert len(by_language) == 3 * 2
+    for name in ("rank_heatmap", "bt_logits", "features", "feature_importances", "surrogate_vs_bt"):
+        assert (workdir / "results" / "plots" / f"{name}.png").stat().st_size > 10_000
+    report = snakemake(repo, workdir, "--report", str(workdir / "report.html"))
+    assert report.returncode == 0, report.stderr[-2000:]
+    html = (workdir / "report.html").read_text()
+    assert "rank_heatmap.png" in html and "leaderboard.csv" in html
+
+
 def test_model_based_feature_rules(repo, tmp_path):
     tiny = tmp_path / "tiny-models"
     features = {"nli": {"model": str(sequence_classifier(tiny / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})),
@@ -134,28 +161,31 @@ def test_gemma_answers_are_real_model_output(run):
     assert "4 requests, 0 from cache, 4 to llama_cpp" in log
 
 
-def test_rerun_schedules_nothing_and_new_model_only_its_jobs(run, repo):
+def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     workdir, config = run
     assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
-    models = dict(config["models"])
-    models["mock-20"] = {"backend": "mock", "error_rate": 0.2}
+    # One judged model and one judge: false model added at once.
+    models = {**config["models"], "mock-20": {"backend": "mock", "error_rate": 0.2},
+              "new-model": {"backend": "mock", "error_rate": 0.3, "judge": False}}
     tiny_config(repo, workdir, **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
-    # Its answers and features per language, and only the three new pairs per language.
-    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2,
-                                          "merge_features": 2, "judge_pair": 6, "all": 1}
+    # Their answers and features per language, only mock-20's three new pairs per language, and
+    # the aggregate rules.
+    per_model = {"generate_answers": 4, "deterministic_features": 4, "embedding_features": 4, "merge_features": 4}
+    aggregate = {"bradley_terry": 2, "surrogate": 2, "leaderboard": 1, "arena_plots": 1, "all": 1}
+    assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 6, **aggregate}
     outputs = set(re.findall(r"^\s+output: (\S+)$", dry.stdout, re.MULTILINE))
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
                  for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
     assert {o for o in outputs if "judgments" in o} == new_pairs
-    assert all("mock-20" in o for o in outputs)
-    # A model marked judge: false gets answers and features, and no judgments at all.
-    models["new-model"] = {"backend": "mock", "error_rate": 0.3, "judge": False}
-    tiny_config(repo, workdir, **models)
-    dry = snakemake(repo, workdir, "-n")
-    assert not any("new-model" in o and "judgments" in o for o in re.findall(r"output: (\S+)", dry.stdout))
     assert "results/features/new-model/hi.parquet" in dry.stdout
+    # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogate on.
+    tiny_config(repo, workdir, **{**config["models"], "new-model": models["new-model"]})
+    dry = snakemake(repo, workdir, "-n")
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "deterministic_features": 2,
+                                          "embedding_features": 2, "merge_features": 2, "surrogate": 2,
+                                          "leaderboard": 1, "arena_plots": 1, "all": 1}
     tiny_config(repo, workdir, **config["models"])
 
 

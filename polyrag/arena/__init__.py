@@ -1,0 +1,1 @@
+"""Arena statistics: Bradley-Terry with bootstrap, the surrogate judge, the leaderboard."""

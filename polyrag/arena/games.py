@@ -1,0 +1,75 @@
+"""Pairwise games read from the judgments files of one judge and language.
+
+Each judged order of a pair is one game. Verdicts are ``model_a``, ``model_b``, ``tie`` or
+``invalid``. The tie rule: a tie counts as half a win for each side. ``invalid`` verdicts are no
+games: they are excluded from every fit and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from polyrag.errors import DataError
+
+VERDICTS = {"model_a", "model_b", "tie", "invalid"}
+COLUMNS = ["query_id", "model_a", "model_b", "shown_first", "verdict"]
+
+
+def read_games(paths: list[str | Path]) -> pd.DataFrame:
+    """All games of these judgments files, checked: known verdicts, no missing fields."""
+    frames = []
+    for path in paths:
+        frame = pd.read_parquet(path, columns=COLUMNS)
+        missing = frame[COLUMNS].isna().any(axis=1)
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            raise DataError(f"{path}: row {row}: missing value in {frame.columns[frame.iloc[row].isna()].tolist()}")
+        unknown = ~frame["verdict"].isin(VERDICTS)
+        if unknown.any():
+            row = int(np.flatnonzero(unknown)[0])
+            raise DataError(f"{path}: row {row}: verdict {frame['verdict'].iloc[row]!r} is not one of {sorted(VERDICTS)}")
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    games = pd.concat(frames, ignore_index=True)
+    games["query_id"] = games["query_id"].astype(str)
+    return games
+
+
+def question_win_matrices(games: pd.DataFrame, models: list[str]) -> tuple[list[str], np.ndarray]:
+    """Sorted question ids and, per question, ``wins[i, j]``: games model i won against model j
+    on that question (ties as half a win each). A bootstrap tournament's win matrix is the sum of
+    its questions' matrices, each as many times as it was drawn."""
+    index = {model: i for i, model in enumerate(models)}
+    valid = games[games["verdict"] != "invalid"]
+    questions = sorted(games["query_id"].unique())
+    q = valid["query_id"].map({query_id: k for k, query_id in enumerate(questions)}).to_numpy()
+    a = valid["model_a"].map(index).to_numpy()
+    b = valid["model_b"].map(index).to_numpy()
+    share_a = valid["verdict"].map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5}).to_numpy()
+    wins = np.zeros((len(questions), len(models), len(models)))
+    np.add.at(wins, (q, a, b), share_a)
+    np.add.at(wins, (q, b, a), 1.0 - share_a)
+    return questions, wins
+
+
+def win_matrix(games: pd.DataFrame, models: list[str]) -> np.ndarray:
+    """``wins[i, j]``: games model i won against model j over all questions."""
+    return question_win_matrices(games, models)[1].sum(axis=0)
+
+
+def tally(games: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Per model: games played (valid), wins, losses, ties, and invalid verdicts in its pairs."""
+    rows = []
+    for model in models:
+        as_a, as_b = games["model_a"] == model, games["model_b"] == model
+        mine = games[as_a | as_b]
+        won = (as_a & (games["verdict"] == "model_a")) | (as_b & (games["verdict"] == "model_b"))
+        lost = (as_a & (games["verdict"] == "model_b")) | (as_b & (games["verdict"] == "model_a"))
+        rows.append({"model": model, "games": int((mine["verdict"] != "invalid").sum()), "wins": int(won.sum()),
+                     "losses": int(lost.sum()), "ties": int((mine["verdict"] == "tie").sum()),
+                     "invalid": int((mine["verdict"] == "invalid").sum())})
+    return pd.DataFrame(rows)

@@ -1,0 +1,57 @@
+"""The overall leaderboard from the per-language arena tables of one judge.
+
+In each language, a judged model's arena logit is its Bradley-Terry logit; a model that was not
+judged (``judge: false``) takes the surrogate's prediction, on the same scale. Per language,
+models are ranked by that logit. Overall:
+
+- ``rank`` orders models by their mean per-language rank (``mean_rank``), then by score;
+- ``score`` is the mean arena logit over languages;
+- ``ci_low``/``ci_high`` are the 2.5/97.5 percentiles over bootstrap tournaments of that mean
+  (tournament t of every language together; languages are resampled independently), using the
+  BT bootstrap for judged models and the surrogate's per-tournament predictions otherwise. For
+  models ranked by the surrogate alone the interval reflects question sampling only, not the
+  surrogate's own error (see ``surrogate_metrics.json`` for that).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surrogate: pd.DataFrame,
+                   surrogate_samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One language: the long-form rows and the per-tournament arena logits (tournament x model)."""
+    rows = surrogate[["model", "predicted_logit"]].rename(columns={"predicted_logit": "surrogate_logit"})
+    rows = rows.merge(bt[["model", "logit", "ci_low", "ci_high"]].rename(
+        columns={"logit": "bt_logit", "ci_low": "bt_ci_low", "ci_high": "bt_ci_high"}), on="model", how="left")
+    rows["judged"] = rows["bt_logit"].notna()
+    rows["arena_logit"] = rows["bt_logit"].where(rows["judged"], rows["surrogate_logit"])
+    rows["rank"] = rows["arena_logit"].rank(ascending=False, method="min").astype(int)
+    rows.insert(1, "lang", lang)
+    judged_samples = bootstrap.pivot(index="tournament", columns="model", values="logit")
+    predicted_samples = surrogate_samples.pivot(index="tournament", columns="model", values="predicted_logit")
+    samples = pd.DataFrame({model: judged_samples[model] if judged else predicted_samples[model]
+                            for model, judged in zip(rows["model"], rows["judged"])})
+    return rows.sort_values(["rank", "model"], ignore_index=True), samples
+
+
+def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(leaderboard, by_language)`` from ``{lang: (rows, samples)}`` of ``language_table``."""
+    by_language = pd.concat([rows for rows, _ in per_language.values()], ignore_index=True)
+    languages = list(per_language)
+    ranks = by_language.pivot(index="model", columns="lang", values="rank")[languages]
+    logits = by_language.pivot(index="model", columns="lang", values="arena_logit")[languages]
+    models = ranks.index
+    samples = np.mean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
+    table = pd.DataFrame({"model": models, "mean_rank": ranks.mean(axis=1).to_numpy(),
+                          "score": logits.mean(axis=1).to_numpy(),
+                          "ci_low": np.percentile(samples, 2.5, axis=0),
+                          "ci_high": np.percentile(samples, 97.5, axis=0),
+                          "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy()})
+    for lang in languages:
+        table[f"rank_{lang}"] = ranks[lang].to_numpy()
+    table = table.sort_values(["mean_rank", "score"], ascending=[True, False], ignore_index=True)
+    table.insert(1, "rank", np.arange(1, len(table) + 1))
+    columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank"]
+    return table, by_language[columns]

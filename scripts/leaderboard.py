@@ -1,0 +1,22 @@
+"""Snakemake entry point of rule leaderboard: results/leaderboard.csv and leaderboard_by_language.csv."""
+
+import pandas as pd
+
+from polyrag.arena.leaderboard import language_table, leaderboard
+from polyrag.logs import run_logged
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    i = sm.input
+    per_language = {
+        lang: language_table(lang, pd.read_csv(bt), pd.read_parquet(boot), pd.read_csv(sur), pd.read_parquet(sur_boot))
+        for lang, bt, boot, sur, sur_boot in zip(
+            sm.params.languages, i.bradley_terry, i.bootstrap, i.surrogate, i.surrogate_bootstrap)
+    }
+    table, by_language = leaderboard(per_language)
+    table.to_csv(sm.output.leaderboard, index=False)
+    by_language.to_csv(sm.output.by_language, index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821
