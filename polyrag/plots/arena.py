@@ -32,7 +32,7 @@ def rank_heatmap(leaderboard: pd.DataFrame, languages: list[str], path: str) -> 
     image = ax.imshow(ranks, cmap="viridis_r", aspect="auto", vmin=1, vmax=max(n_models, 2))
     for (row, col), value in np.ndenumerate(ranks):
         ax.text(col, row, f"{value:.0f}", ha="center", va="center", fontsize=8,
-                color="white" if value < n_models / 2 else "black")
+                color="black" if value < n_models / 2 else "white")
     ax.set_xticks(range(n_langs), languages)
     ax.set_yticks(range(n_models), [f"{r}. {label(m, j)}" for r, m, j in
                                     zip(leaderboard["rank"], leaderboard["model"], leaderboard["judged"])])
