@@ -18,6 +18,7 @@ include: "rules/generate.smk"
 include: "rules/features.smk"
 include: "rules/judge.smk"
 include: "rules/arena.smk"
+include: "rules/meta_eval.smk"
 
 
 report: "report/workflow.rst"

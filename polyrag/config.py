@@ -118,6 +118,17 @@ def check_semantics(config: dict, source: str) -> None:
     if config["judges"] and len(judged_models(config)) < 2:
         raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
                           f"found {judged_models(config)}")
+    meta_eval = config["meta_eval"]
+    if meta_eval is not None:
+        for name in meta_eval["llm_judges"]:
+            judge = config["judges"].get(name)
+            if judge is None or judge["backend"] in ("reference", "recorded"):
+                raise ConfigError(f"{source}: meta_eval.llm_judges: {name!r} is not an LLM judge under judges:")
+        if "nli" in meta_eval["scorers"] and config["features"]["nli"] is None:
+            raise ConfigError(f"{source}: meta_eval.scorers: nli needs an NLI model under features.nli")
+    reserved = [name for name in config["judges"] if name in META_EVAL_RESERVED]
+    if reserved:
+        raise ConfigError(f"{source}: judges: {reserved[0]!r} is reserved (results/meta_eval/{reserved[0]}/)")
     filter_model = data["miracl"]["time_filter_model"]
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
@@ -148,6 +159,27 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
 def judged_models(config: dict) -> list[str]:
     """Models that take part in pairwise judging (``judge: true``), sorted."""
     return sorted(name for name, entry in config["models"].items() if entry["judge"])
+
+
+META_EVAL_RESERVED = ("data", "scores", "e5-similarity", "nli")
+
+
+def meta_evaluators(config: dict) -> list[str]:
+    """Every evaluator the meta-evaluation scores: scorers, then LLM judges."""
+    meta_eval = config["meta_eval"]
+    return [] if meta_eval is None else [*meta_eval["scorers"], *meta_eval["llm_judges"]]
+
+
+def judge_roles(config: dict) -> dict[str, list[str]]:
+    """LLM judges by what they do in the workflow (pairwise judging, LLM features)."""
+    roles: dict[str, list[str]] = {}
+    for name, entry in config["judges"].items():
+        if entry["backend"] not in ("reference", "recorded"):
+            roles.setdefault(name, []).append("pairwise")
+    llm_features = config["features"]["llm"]
+    if llm_features is not None:
+        roles.setdefault(llm_features["judge"], []).append("llm_features")
+    return roles
 
 
 def arena_judge(config: dict) -> str | None:

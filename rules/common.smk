@@ -1,4 +1,5 @@
 # Config validation, names, resources and input functions shared by every stage.
+import os
 import re
 from pathlib import Path
 
@@ -6,6 +7,8 @@ from snakemake.exceptions import WorkflowError
 
 from polyrag.config import (
     arena_judge,
+    judge_roles as configured_judge_roles,
+    meta_evaluators,
     generation_settings,
     judged_models,
     judging_settings,
@@ -32,6 +35,9 @@ JUDGES = list(config["judges"])
 JUDGED = judged_models(config)
 PAIRS = model_pairs(JUDGED)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
+META_EVAL = config["meta_eval"] and {**config["meta_eval"], "seed": config["seed"]}
+META_LANGUAGES = META_EVAL["languages"] if META_EVAL else []
+META_EVALUATORS = meta_evaluators(config)
 
 
 def alternatives(names):
@@ -45,6 +51,8 @@ wildcard_constraints:
     model_a=alternatives(MODELS),
     model_b=alternatives(MODELS),
     judge=alternatives(JUDGES),
+    memerag_lang=alternatives(META_LANGUAGES),
+    scorer="e5-similarity|nli",
 
 
 def all_targets():
@@ -60,7 +68,17 @@ def all_targets():
         ]
         + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
         + (["results/leaderboard.csv", "results/plots/rank_heatmap.png"] if ARENA_JUDGE else [])
+        + (["results/meta_eval/summary.csv"] if META_EVAL else [])
     )
+
+
+def memerag_dir(wildcards):
+    """MEMERAG files: meta_eval.dir, else $POLYRAG_MEMERAG_DIR, else None (downloaded)."""
+    return config["meta_eval"]["dir"] or os.environ.get("POLYRAG_MEMERAG_DIR")
+
+
+def judge_roles(wildcards):
+    return configured_judge_roles(config)
 
 
 def judgment_files(wildcards):

@@ -189,6 +189,35 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     tiny_config(repo, workdir, **config["models"])
 
 
+def test_meta_evaluation_on_real_memerag(repo, tmp_path, shared_data):
+    config = {
+        "languages": ["en", "de"],
+        "cache_dir": str(tmp_path / "cache"),
+        "data": {"source": "demo", "dir": str(repo / "resources" / "demo")},
+        "models": {"mock-0": {"backend": "mock", "error_rate": 0.0}},
+        "meta_eval": {"dir": str(shared_data / "memerag"), "max_questions": 3, "bootstrap": 200, "permutations": 200},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(repo, tmp_path, "--cores", "2", "results/meta_eval/summary.csv")
+    assert result.returncode == 0, result.stderr[-3000:]
+    meta = tmp_path / "results" / "meta_eval"
+    summary = pd.read_csv(meta / "summary.csv")
+    assert list(summary.columns[:7]) == ["evaluator", "prompt", "task", "lang", "balanced_accuracy", "se", "n"]
+    assert set(summary["lang"]) == {"en", "de", "es", "fr", "hi", "all"}
+    assert set(summary["task"]) == {"faithfulness", "relevance"}
+    assert summary["balanced_accuracy"].between(0, 1).all()
+    for lang in ("en", "de", "es", "fr", "hi"):
+        sentences = pd.read_parquet(meta / "data" / f"{lang}.parquet")
+        assert sentences["query_id"].nunique() == 3
+        predictions = pd.read_parquet(meta / "e5-similarity" / f"{lang}.parquet")
+        assert {"query_id", "sentence_id", "task", "label", "prediction"} <= set(predictions.columns)
+        n = summary.query("lang == @lang and task == 'relevance'")["n"].item()
+        assert n == len(sentences) == (predictions["task"] == "relevance").sum()
+    assert len(pd.read_csv(meta / "e5-similarity" / "thresholds.csv")) == 2 * 5
+    assert (meta / "significance.csv").exists() and (meta / "fine_grained.csv").exists()
+    assert (tmp_path / "results" / "plots" / "meta_eval.png").stat().st_size > 10_000
+
+
 def test_lint_is_clean(repo):
     result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=repo, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

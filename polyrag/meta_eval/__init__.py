@@ -1,0 +1,1 @@
+"""Meta-evaluation of automatic evaluators against MEMERAG's expert sentence-level labels."""

@@ -1,0 +1,106 @@
+"""MEMERAG (Cruz Blandón et al., 2025): MIRACL questions, five passages, LLM answers split into
+sentences with expert labels for faithfulness and relevance, in en, de, es, fr and hi.
+
+Files are ``data/{variant}/{lang}.jsonl`` of github.com/amazon-science/MEMERAG, downloaded at a
+pinned commit and cached, or read from a local directory. The language is the file name;
+``query_id`` (an int in en, a string elsewhere) becomes a string. One row per answer sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from polyrag.data.io import cached_download
+from polyrag.errors import DataError
+
+MEMERAG_COMMIT = "bf8c052a209e971020975dc3634169cfa5f908f2"
+MEMERAG_URL = "https://raw.githubusercontent.com/amazon-science/MEMERAG/{revision}/data/{variant}/{lang}.jsonl"
+VARIANTS = ("memerag", "memerag_ext", "memerag_ext_w_majority_vote")
+
+FACTUALITY = {"Supported": 1, "Not Supported": 0, "Challenging to determine": None}
+RELEVANCE = {"Directly answers the question": 1, "Adds context to the answer": 1, "Unrelated to the question": 0}
+FINE_GRAINED = {None, "Direct paraphrase", "Logical conclusion", "Adds new information", "Contradiction",
+                "Nuance shift", "Mis-referencing", "Wrong reasoning", "Opinion as fact", "Other mistake", "Other"}
+COLUMNS = ["lang", "query_id", "query", "context", "sentence_id", "sentence", "factuality",
+           "fine_grained_factuality", "relevance", "faithful", "relevant"]
+
+
+def memerag_file(lang: str, variant: str, directory: str | None, cache_dir: str,
+                 revision: str = MEMERAG_COMMIT) -> Path:
+    if variant not in VARIANTS:
+        raise DataError(f"unknown MEMERAG variant {variant!r} (one of {list(VARIANTS)})")
+    if directory:
+        path = Path(directory) / f"{lang}.jsonl"
+        if not path.exists():
+            raise DataError(f"{path}: no MEMERAG file for language {lang!r}")
+        return path
+    return cached_download(MEMERAG_URL.format(revision=revision, variant=variant, lang=lang), cache_dir)
+
+
+def read_memerag(path: str | Path, lang: str) -> pd.DataFrame:
+    """Sentence rows of one language file, every field and label value checked."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}: line {line_number}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataError(f"{where}: not JSON ({error})") from None
+            missing = [key for key in ("query_id", "query", "context", "answer") if key not in item]
+            if missing:
+                raise DataError(f"{where}: missing field {missing[0]!r}")
+            context = [passage.get("text") if isinstance(passage, dict) else None for passage in item["context"]]
+            if not context or any(not isinstance(text, str) for text in context):
+                raise DataError(f"{where}: context must be a non-empty list of {{'text': ...}}")
+            for sentence in item["answer"]:
+                rows.append(sentence_row(sentence, item, context, lang, where))
+    if not rows:
+        raise DataError(f"{path}: no answer sentences")
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def sentence_row(sentence: dict, item: dict, context: list[str], lang: str, where: str) -> dict:
+    for key in ("sentence_id", "sentence", "factuality", "relevance"):
+        if key not in sentence:
+            raise DataError(f"{where}: answer sentence without field {key!r}")
+    for key, allowed in (("factuality", FACTUALITY), ("relevance", RELEVANCE),
+                         ("fine_grained_factuality", FINE_GRAINED)):
+        value = sentence.get(key)
+        if isinstance(value, list):
+            raise DataError(f"{where}: {key} is a list of annotations {value!r}; use the variant "
+                            "memerag_ext_w_majority_vote for one label per sentence")
+        if value not in allowed:
+            raise DataError(f"{where}: unknown {key} value {value!r} (sentence {sentence['sentence_id']})")
+    return {"lang": lang, "query_id": str(item["query_id"]), "query": item["query"], "context": context,
+            "sentence_id": int(sentence["sentence_id"]), "sentence": sentence["sentence"],
+            "factuality": sentence["factuality"], "fine_grained_factuality": sentence.get("fine_grained_factuality"),
+            "relevance": sentence["relevance"], "faithful": FACTUALITY[sentence["factuality"]],
+            "relevant": RELEVANCE[sentence["relevance"]]}
+
+
+def sample_questions(sentences: pd.DataFrame, max_questions: int | None, rng) -> pd.DataFrame:
+    """At most ``max_questions`` questions (seeded), each with all its sentences, in file order."""
+    questions = sentences["query_id"].unique()
+    if max_questions is None or max_questions >= len(questions):
+        return sentences
+    chosen = set(rng.choice(questions, size=max_questions, replace=False))
+    return sentences[sentences["query_id"].isin(chosen)].reset_index(drop=True)
+
+
+def task_rows(sentences: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The sentences scored for ``task`` (faithfulness or relevance) with their binary ``label``.
+
+    Faithfulness leaves out sentences labelled ``Challenging to determine`` (counted by callers
+    from the difference); a language with no usable sentence is an error."""
+    column = {"faithfulness": "faithful", "relevance": "relevant"}[task]
+    rows = sentences[sentences[column].notna()].assign(task=task, label=lambda d: d[column].astype(int))
+    for lang in sentences["lang"].unique():
+        if not (rows["lang"] == lang).any():
+            raise DataError(f"MEMERAG {lang}: no sentence with a usable {task} label")
+    return rows

@@ -1,0 +1,118 @@
+# Meta-evaluation of evaluators against MEMERAG's human sentence labels: sentences per language,
+# predictions per evaluator and language, then balanced accuracies, tests and the figure.
+
+
+rule memerag_sentences:
+    output:
+        "results/meta_eval/data/{memerag_lang}.parquet",
+    params:
+        meta_eval=config["meta_eval"],
+        directory=memerag_dir,
+        cache_dir=config["cache_dir"],
+        seed=config["seed"],
+    log:
+        "logs/meta_eval/data/{memerag_lang}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/memerag_sentences.py"
+
+
+rule meta_eval_scores:
+    input:
+        "results/meta_eval/data/{memerag_lang}.parquet",
+    output:
+        "results/meta_eval/scores/{scorer}/{memerag_lang}.parquet",
+    params:
+        tasks=META_EVAL["tasks"] if META_EVAL else [],
+        nli=config["features"]["nli"],
+    log:
+        "logs/meta_eval/scores/{scorer}/{memerag_lang}.log",
+    benchmark:
+        "results/benchmarks/meta_eval/scores/{scorer}/{memerag_lang}.tsv"
+    threads: 2
+    resources:
+        gpu=lambda wildcards: model_resources(config["features"]["nli"])["gpu"] if wildcards.scorer == "nli" else 0,
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/meta_eval_scores.py"
+
+
+rule meta_eval_thresholds:
+    input:
+        expand("results/meta_eval/scores/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+    output:
+        predictions=expand("results/meta_eval/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        thresholds="results/meta_eval/{scorer}/thresholds.csv",
+    params:
+        languages=META_LANGUAGES,
+    log:
+        "logs/meta_eval/thresholds/{scorer}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/meta_eval_thresholds.py"
+
+
+rule meta_eval_llm:
+    input:
+        "results/meta_eval/data/{memerag_lang}.parquet",
+    output:
+        "results/meta_eval/{judge}/{memerag_lang}.parquet",
+    params:
+        judge=judge_entry,
+        settings=META_EVAL,
+        seed=config["seed"],
+        cache_dir=config["cache_dir"],
+    log:
+        "logs/meta_eval/{judge}/{memerag_lang}.log",
+    benchmark:
+        "results/benchmarks/meta_eval/{judge}/{memerag_lang}.tsv"
+    threads: judge_resource("threads")
+    resources:
+        gpu=judge_resource("gpu"),
+        mem_mb=judge_resource("mem_mb"),
+        runtime=judge_resource("runtime"),
+    conda:
+        "../envs/llm.yaml"
+    script:
+        "../scripts/meta_eval_llm.py"
+
+
+rule meta_eval_summary:
+    input:
+        expand("results/meta_eval/{evaluator}/{memerag_lang}.parquet", evaluator=META_EVALUATORS, memerag_lang=META_LANGUAGES),
+    output:
+        summary=report("results/meta_eval/summary.csv", caption="../report/meta_eval.rst", category="Meta-evaluation"),
+        significance="results/meta_eval/significance.csv",
+        fine_grained="results/meta_eval/fine_grained.csv",
+        credibility=report(
+            "results/meta_eval/judge_credibility.csv", caption="../report/judge_credibility.rst", category="Leaderboard"
+        ),
+        figure=report("results/plots/meta_eval.png", caption="../report/meta_eval_figure.rst", category="Meta-evaluation"),
+    params:
+        evaluators=META_EVALUATORS,
+        languages=META_LANGUAGES,
+        settings=META_EVAL,
+        judge_roles=judge_roles,
+        seed=config["seed"],
+    log:
+        "logs/meta_eval/summary.log",
+    benchmark:
+        "results/benchmarks/meta_eval/summary.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/meta_eval_summary.py"

@@ -1,0 +1,21 @@
+"""Snakemake entry point of rule meta_eval_llm: results/meta_eval/{judge}/{memerag_lang}.parquet."""
+
+import pandas as pd
+
+from polyrag.llm import open_llm
+from polyrag.logs import run_logged
+from polyrag.meta_eval.llm_judge import llm_predictions
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    settings = sm.params.settings
+    llm = open_llm(sm.wildcards.judge, sm.params.judge, cache_dir=sm.params.cache_dir, seed=sm.params.seed)
+    try:
+        predictions = llm_predictions(llm, pd.read_parquet(sm.input[0]), settings["tasks"], settings["prompts"], settings)
+    finally:
+        llm.close()
+    predictions.to_parquet(sm.output[0], index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

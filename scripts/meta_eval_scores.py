@@ -1,0 +1,22 @@
+"""Snakemake entry point of rule meta_eval_scores: results/meta_eval/scores/{scorer}/{memerag_lang}.parquet."""
+
+import pandas as pd
+
+from polyrag.logs import run_logged
+from polyrag.meta_eval.evaluators import nli_scores, similarity_scores
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    sentences = pd.read_parquet(sm.input[0])
+    if sm.wildcards.scorer == "nli":
+        from polyrag.features.support import NLIScorer
+
+        nli = sm.params.nli
+        scores = nli_scores(sentences, NLIScorer(nli["model"], batch_size=nli["batch_size"]))
+    else:
+        scores = similarity_scores(sentences, sm.params.tasks)
+    scores.to_parquet(sm.output[0], index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

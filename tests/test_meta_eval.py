@@ -1,0 +1,249 @@
+"""MEMERAG meta-evaluation: the loader on the real files, the statistics against scikit-learn and
+scipy, leave-one-language-out thresholds, and the LLM judge's prompts, parsing and retries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import permutation_test
+from sklearn.metrics import balanced_accuracy_score
+
+from polyrag.errors import DataError
+from polyrag.llm.base import Backend
+from polyrag.llm.client import LLM
+from polyrag.llm.types import Response
+from polyrag.meta_eval.evaluators import best_threshold, leave_one_language_out
+from polyrag.meta_eval.llm_judge import judge_messages, llm_predictions, parse_label
+from polyrag.meta_eval.memerag import read_memerag, task_rows
+from polyrag.meta_eval.statistics import balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test
+from polyrag.meta_eval.summary import significance, summarise
+
+PUBLISHED_SENTENCES = {"en": 400, "de": 468, "es": 563, "fr": 540, "hi": 351}
+
+
+def test_loader_reads_all_five_real_files_with_the_published_counts(shared_data):
+    for lang, count in PUBLISHED_SENTENCES.items():
+        sentences = read_memerag(shared_data / "memerag" / f"{lang}.jsonl", lang)
+        assert len(sentences) == count
+        assert sentences["query_id"].map(type).eq(str).all() and sentences["query_id"].nunique() == 250
+        assert (sentences["lang"] == lang).all() and sentences["context"].map(len).min() >= 1
+        challenging = (sentences["factuality"] == "Challenging to determine").sum()
+        assert len(task_rows(sentences, "faithfulness")) == count - challenging
+        assert len(task_rows(sentences, "relevance")) == count
+    en = read_memerag(shared_data / "memerag" / "en.jsonl", "en")
+    assert (en["factuality"] == "Challenging to determine").sum() == 13
+
+
+def write_jsonl(path, items):
+    path.write_text("\n".join(json.dumps(item) for item in items) + "\n")
+
+
+def item(query_id="1", **sentence):
+    answer = {"sentence_id": 0, "sentence": "Paris is in France.", "factuality": "Supported",
+              "fine_grained_factuality": "Direct paraphrase", "relevance": "Directly answers the question",
+              "comments": "", **sentence}
+    return {"query_id": query_id, "query": "Where is Paris?", "context": [{"text": "Paris is in France."}],
+            "answer": [answer]}
+
+
+def test_bad_input_names_the_file_line_and_value(tmp_path):
+    path = tmp_path / "de.jsonl"
+    write_jsonl(path, [item(), item("2", factuality="Mostly supported")])
+    with pytest.raises(DataError, match=r"de.jsonl: line 2: unknown factuality value 'Mostly supported'"):
+        read_memerag(path, "de")
+    broken = item("3")
+    del broken["answer"][0]["relevance"]
+    write_jsonl(path, [item(), broken])
+    with pytest.raises(DataError, match=r"de.jsonl: line 2: answer sentence without field 'relevance'"):
+        read_memerag(path, "de")
+    no_query = item()
+    del no_query["query"]
+    write_jsonl(path, [no_query])
+    with pytest.raises(DataError, match=r"de.jsonl: line 1: missing field 'query'"):
+        read_memerag(path, "de")
+    write_jsonl(path, [item(factuality="Challenging to determine")])
+    with pytest.raises(DataError, match=r"MEMERAG de: no sentence with a usable faithfulness label"):
+        task_rows(read_memerag(path, "de"), "faithfulness")
+
+
+def random_predictions(rng, n_per_lang=(120, 80, 60), accuracy=(0.8, 0.7, 0.6)):
+    labels, predictions, langs = [], [], []
+    for k, (n, acc) in enumerate(zip(n_per_lang, accuracy)):
+        label = (rng.random(n) < 0.7).astype(int)
+        prediction = np.where(rng.random(n) < acc, label, 1 - label)
+        labels.append(label)
+        predictions.append(prediction)
+        langs += [f"l{k}"] * n
+    return np.concatenate(labels), np.concatenate(predictions), np.array(langs)
+
+
+def test_balanced_accuracy_equals_sklearn_per_language_and_weighs_languages_equally():
+    labels, predictions, langs = random_predictions(np.random.default_rng(0))
+    for lang in np.unique(langs):
+        part = langs == lang
+        ours = balanced_accuracy(predictions[part] == labels[part], group_ids(labels[part], langs[part]))
+        assert ours == pytest.approx(balanced_accuracy_score(labels[part], predictions[part]))
+    # Multilingual: the mean recall over (language, class) groups, i.e. the mean of per-language
+    # balanced accuracies when every language has both classes.
+    multilingual = balanced_accuracy(predictions == labels, group_ids(labels, langs))
+    per_language = [balanced_accuracy_score(labels[langs == lang], predictions[langs == lang]) for lang in np.unique(langs)]
+    assert multilingual == pytest.approx(np.mean(per_language))
+
+
+def test_permutation_test_agrees_with_scipy():
+    rng = np.random.default_rng(1)
+    labels, predictions_a, langs = random_predictions(rng, (50, 40), (0.8, 0.75))
+    predictions_b = np.where(rng.random(len(labels)) < 0.7, labels, 1 - labels)
+    groups = group_ids(labels, langs)
+    correct_a, correct_b = predictions_a == labels, predictions_b == labels
+    difference, p_ours = paired_permutation_test(correct_a, correct_b, groups, 20000, np.random.default_rng(2))
+
+    def statistic(a, b, axis=-1):
+        return balanced_accuracy(a, groups) - balanced_accuracy(b, groups)
+
+    reference = permutation_test((correct_a.astype(float), correct_b.astype(float)), statistic,
+                                 permutation_type="samples", n_resamples=20000, vectorized=True,
+                                 alternative="two-sided", rng=np.random.default_rng(3))
+    assert difference == pytest.approx(reference.statistic)
+    assert 0.01 < reference.pvalue < 0.9  # a case where the p-value is informative
+    assert p_ours == pytest.approx(reference.pvalue, abs=0.015)
+
+
+def test_bootstrap_standard_error_matches_the_binomial_approximation():
+    rng = np.random.default_rng(4)
+    labels = np.repeat([0, 1], [400, 600])
+    correct = np.concatenate([rng.random(400) < 0.6, rng.random(600) < 0.9])
+    groups = group_ids(labels, np.array(["x"] * 1000))
+    recall = [correct[labels == c].mean() for c in (0, 1)]
+    expected = 0.5 * np.sqrt(recall[0] * (1 - recall[0]) / 400 + recall[1] * (1 - recall[1]) / 600)
+    se = bootstrap_se(correct, groups, np.array(["x"] * 1000), 2000, np.random.default_rng(5))
+    assert se == pytest.approx(expected, rel=0.1)
+
+
+def score_table(rng, languages=("de", "en", "es")):
+    rows = []
+    for lang in languages:
+        for k in range(80):
+            label = int(rng.random() < 0.6)
+            rows.append({"lang": lang, "query_id": str(k), "sentence_id": 0, "task": "faithfulness", "label": label,
+                         "fine_grained_factuality": None, "score": rng.normal(0.6 + 0.3 * label, 0.15)})
+    return pd.DataFrame(rows)
+
+
+def test_thresholds_leave_the_test_language_out():
+    scores = score_table(np.random.default_rng(6))
+    predictions, thresholds = leave_one_language_out(scores)
+    flipped = scores.copy()
+    flipped.loc[flipped["lang"] == "en", "label"] = 1 - flipped.loc[flipped["lang"] == "en", "label"]
+    _, flipped_thresholds = leave_one_language_out(flipped)
+    en = thresholds["lang"] == "en"
+    assert thresholds.loc[en, "threshold"].item() == flipped_thresholds.loc[en, "threshold"].item()
+    assert not np.allclose(thresholds.loc[~en, "threshold"], flipped_thresholds.loc[~en, "threshold"])
+    assert len(predictions) == len(scores) and set(predictions["prediction"]) == {0, 1}
+
+
+def test_best_threshold_is_the_brute_force_optimum():
+    scores = score_table(np.random.default_rng(7))
+    s, y, langs = scores["score"].to_numpy(), scores["label"].to_numpy(), scores["lang"].to_numpy()
+    chosen = best_threshold(s, y, langs)
+    groups = group_ids(y, langs)
+    brute = max(balanced_accuracy((s >= t) == (y == 1), groups) for t in np.unique(s))
+    assert balanced_accuracy((s >= chosen) == (y == 1), groups) == pytest.approx(brute)
+
+
+def test_summary_reports_missing_predictions_both_ways_and_tests_against_the_best():
+    rng = np.random.default_rng(8)
+    labels, good, langs = random_predictions(rng, (100, 100), (0.9, 0.9))
+    base = pd.DataFrame({"lang": langs, "query_id": [str(i) for i in range(200)], "sentence_id": 0,
+                         "task": "faithfulness", "label": labels, "fine_grained_factuality": None})
+    weak = np.where(rng.random(200) < 0.6, labels, 1 - labels).astype(float)
+    weak[:20] = np.nan  # twenty labels never came
+    predictions = pd.concat([base.assign(evaluator="good", prompt="-", prediction=good),
+                             base.assign(evaluator="weak", prompt="zero_shot", prediction=weak)], ignore_index=True)
+    summary = summarise(predictions, 200, np.random.default_rng(9))
+    weak_l0 = summary.query("evaluator == 'weak' and lang == 'l0'").iloc[0]
+    assert weak_l0["n_missing"] == 20 and weak_l0["n"] == 100
+    part = predictions.query("evaluator == 'weak' and lang == 'l0'")
+    as_wrong = balanced_accuracy_score(part["label"], part["prediction"].fillna(-1))
+    kept = part.dropna(subset=["prediction"])
+    assert weak_l0["balanced_accuracy"] == pytest.approx(as_wrong)
+    assert weak_l0["balanced_accuracy_excluding_missing"] == pytest.approx(
+        balanced_accuracy_score(kept["label"], kept["prediction"]))
+    tests = significance(predictions, summary, 500, np.random.default_rng(10))
+    row = tests.query("evaluator == 'weak' and lang == 'all'").iloc[0]
+    assert row["best_evaluator"] == "good" and row["significantly_worse"] and row["p_value"] < 0.01
+
+
+class ScriptedJudge(Backend):
+    """Supported when the sentence is copied from a passage; the first attempt at every prompt
+    mentioning "Lyon" answers without tags, and sentences about "Mars" never get a label."""
+
+    name = identity = "scripted-judge"
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def stream(self, requests):
+        for i, request in enumerate(requests):
+            user = request.messages[-1]["content"]
+            retry = user in self.seen
+            self.seen.append(user)
+            sentence = user.split("Answer:")[-1].split("Give your")[0].strip() if "Answer:" in user else ""
+            if "Mars" in user or ("Lyon" in user and not retry):
+                yield i, Response(text="Hard to say.")
+            elif "Answer sentence:" in user:
+                yield i, Response(text="<answer>Relevant</answer>")
+            else:
+                supported = sentence and sentence in user.split("Answer:")[0]
+                yield i, Response(text=f"<rationale>...</rationale><answer>{'Supported' if supported else 'Not Supported'}</answer>")
+
+
+def sentences_frame():
+    rows = []
+    for k, (sentence, factuality) in enumerate([("Paris is in France.", "Supported"),
+                                                ("Lyon is the capital.", "Not Supported"),
+                                                ("Mars has two moons.", "Not Supported")]):
+        rows.append({"lang": "en", "query_id": str(k), "query": "Where is Paris?",
+                     "context": ["Paris is in France.", "Lyon is a city <b>in</b> France & more."],
+                     "sentence_id": 0, "sentence": sentence, "factuality": factuality,
+                     "fine_grained_factuality": None, "relevance": "Directly answers the question",
+                     "faithful": 1 if factuality == "Supported" else 0, "relevant": 1})
+    return pd.DataFrame(rows)
+
+
+def test_llm_judge_prompts_retries_and_missing_labels():
+    judge = ScriptedJudge()
+    settings = {"include_question": True, "max_attempts": 5, "temperature": 0.1, "max_tokens": 64, "seed": 0}
+    table = llm_predictions(LLM(judge), sentences_frame(), ["faithfulness", "relevance"], ["zero_shot", "ag_cot"], settings)
+    faithful = table[table["task"] == "faithfulness"]
+    assert set(faithful["prompt"]) == {"zero_shot", "ag_cot"}
+    for prompt in ("zero_shot", "ag_cot"):
+        labels = faithful.loc[faithful["prompt"] == prompt, "prediction"]
+        assert labels.iloc[:2].tolist() == [1, 0] and labels.isna().tolist() == [False, False, True]
+    assert faithful.loc[faithful["query_id"] == "1", "calls"].tolist() == [2, 2]  # Lyon: one retry
+    assert faithful.loc[faithful["query_id"] == "2", "calls"].tolist() == [5, 5]  # Mars: all attempts
+    assert (table.loc[table["task"] == "relevance", "prediction"] == 1).all()
+    prompts = [p for p in judge.seen if "Evidence Passages" in p]
+    assert all("Where is Paris?" in p for p in prompts)
+    assert all("<b>in</b> France & more" in p for p in prompts)  # passages as written, not escaped
+    assert sum("Paris is in France.\n" in p.split("Answer:")[-1] + "\n" for p in prompts) >= 2  # own sentence
+
+
+def test_published_prompt_switch_omits_the_question():
+    row = next(sentences_frame().itertuples())
+    with_question = judge_messages(row, "faithfulness", "cot", include_question=True)[1]["content"]
+    published = judge_messages(row, "faithfulness", "cot", include_question=False)[1]["content"]
+    assert "Where is Paris?" in with_question and "Where is Paris?" not in published
+    assert "<rationale>" in judge_messages(row, "faithfulness", "cot", True)[0]["content"]
+
+
+def test_parse_label():
+    assert parse_label("<answer>Supported</answer>", "faithfulness") == 1
+    assert parse_label('<answer> "Not Supported". </answer>', "faithfulness") == 0
+    assert parse_label("<answer>Not Supported</answer> ... <answer>Supported</answer>", "faithfulness") == 1
+    assert parse_label("Supported", "faithfulness") is None
+    assert parse_label("<answer>maybe</answer>", "faithfulness") is None
+    assert parse_label("<answer>Unrelated</answer>", "relevance") == 0
