@@ -247,3 +247,21 @@ def test_parse_label():
     assert parse_label("Supported", "faithfulness") is None
     assert parse_label("<answer>maybe</answer>", "faithfulness") is None
     assert parse_label("<answer>Unrelated</answer>", "relevance") == 0
+
+
+@pytest.mark.slow
+def test_llm_judge_with_a_real_model_server(llama_server, shared_data):
+    """Gemma 270M (a base model, a weak judge) through the OpenAI-compatible llama.cpp server:
+    real prompts of real MEMERAG sentences, every raw output kept, labels read or left null."""
+    from polyrag.llm.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend(model="gemma-270m", base_url=llama_server, api_key_env=None,
+                            mode="completion", timeout=120)
+    sentences = read_memerag(shared_data / "memerag" / "de.jsonl", "de").head(2)
+    sentences["context"] = sentences["context"].map(lambda passages: passages[:2])  # CPU time
+    settings = {"include_question": True, "max_attempts": 2, "temperature": 0.1, "max_tokens": 12, "seed": 0}
+    table = llm_predictions(LLM(backend), sentences, ["faithfulness"], ["zero_shot"], settings)
+    assert len(table) == 2 and table["raw_output"].map(lambda text: isinstance(text, str) and text != "").all()
+    assert table["calls"].between(1, 2).all()
+    assert set(table["prediction"].dropna()) <= {0, 1}
+    assert ((table["calls"] == 2) | table["prediction"].notna()).all()  # retried unless a label came
