@@ -128,9 +128,9 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     fitted = clone(make_regressor(regressor, params, seed, n_jobs)).fit(X, y)
     models = list(features)
     predicted = fitted.predict(point.loc[models, columns].to_numpy(float))
-    per_tournament_predictions = np.array([
-        fitted.predict(frame.loc[models, columns].fillna(point.loc[models, columns]).to_numpy(float))
-        for frame in per_tournament])
+    stacked = np.vstack([frame.loc[models, columns].fillna(point.loc[models, columns]).to_numpy(float)
+                         for frame in per_tournament])
+    per_tournament_predictions = fitted.predict(stacked).reshape(n_tournaments, len(models))  # one call: fast
     low, high = np.percentile(per_tournament_predictions, [2.5, 97.5], axis=0)
     table = pd.DataFrame({"model": models, "predicted_logit": predicted, "ci_low": low, "ci_high": high,
                           "judged": [m in judged for m in models]})
