@@ -265,3 +265,18 @@ def test_llm_judge_with_a_real_model_server(llama_server, shared_data):
     assert table["calls"].between(1, 2).all()
     assert set(table["prediction"].dropna()) <= {0, 1}
     assert ((table["calls"] == 2) | table["prediction"].notna()).all()  # retried unless a label came
+
+
+def test_judge_credibility_lists_the_workflow_judges_only():
+    from polyrag.meta_eval.summary import judge_credibility
+
+    summary = pd.DataFrame([
+        {"evaluator": "gpt-4o-judge", "prompt": "cot", "task": "faithfulness", "lang": "de", "balanced_accuracy": 0.7,
+         "se": 0.02, "n": 458, "n_missing": 1},
+        {"evaluator": "gpt-4o-judge", "prompt": "cot", "task": "relevance", "lang": "de", "balanced_accuracy": 0.8,
+         "se": 0.02, "n": 468, "n_missing": 0},
+        {"evaluator": "e5-similarity", "prompt": "-", "task": "faithfulness", "lang": "de", "balanced_accuracy": 0.6,
+         "se": 0.02, "n": 458, "n_missing": 0}])
+    table = judge_credibility(summary, {"gpt-4o-judge": ["pairwise", "llm_features"]})
+    assert table.to_dict("records") == [{"judge": "gpt-4o-judge", "roles": "pairwise, llm_features", "prompt": "cot",
+                                         "lang": "de", "balanced_accuracy": 0.7, "se": 0.02, "n": 458, "n_missing": 1}]

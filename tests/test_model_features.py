@@ -73,3 +73,25 @@ def test_reranker_features(reranker_path):
     direct = reranker.scores([("Niger River ?", records[0]["passages"][0]["text"]), ("Niger River ?", records[0]["passages"][1]["text"])])
     assert rows[0]["reranker_score"] == pytest.approx(np.mean(direct))
     assert rows[1]["reranker_score"] == pytest.approx(direct[0])
+
+
+def test_meta_eval_nli_scores_take_the_best_passage(nli_path):
+    """The MEMERAG NLI evaluator: per sentence, the highest entailment probability over its passages,
+    checked against scoring each (passage, sentence) pair on its own."""
+    import pandas as pd
+
+    from polyrag.meta_eval.evaluators import nli_scores
+
+    scorer = NLIScorer(str(nli_path), device="cpu", batch_size=2)
+    passages = ["The Niger River flows into the Gulf of Guinea .", "Mali is a country .", "Rivers flow ."]
+    sentences = pd.DataFrame([
+        {"lang": "en", "query_id": str(k), "query": "q", "context": passages[: k + 1], "sentence_id": 0,
+         "sentence": sentence, "factuality": "Supported", "fine_grained_factuality": None,
+         "relevance": "Directly answers the question", "faithful": 1, "relevant": 1}
+        for k, sentence in enumerate(["The Niger flows .", "Mali is big .", "Rivers flow into seas ."])])
+    scores = nli_scores(sentences, scorer)
+    for k, row in scores.iterrows():
+        context = passages[: k + 1]
+        one_by_one = [scorer.probabilities([p], [sentences["sentence"][k]])[0, scorer.entailment] for p in context]
+        assert row["score"] == pytest.approx(max(one_by_one), abs=1e-5)
+    assert list(scores["task"]) == ["faithfulness"] * 3
