@@ -17,7 +17,7 @@ import logging
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
-from sklearn.base import RegressorMixin, clone
+from sklearn.base import RegressorMixin
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.inspection import permutation_importance
 from sklearn.linear_model import LinearRegression
@@ -87,15 +87,19 @@ def usable_columns(point: pd.DataFrame) -> list[str]:
     return [c for c in point.columns if c not in undefined]
 
 
+def filled(frame: pd.DataFrame, point: pd.DataFrame, models: list[str], columns: list[str]) -> np.ndarray:
+    """One tournament's features of these models; a feature undefined in that tournament (all its
+    sampled answers null) takes the model's value over all arena questions."""
+    return frame.loc[models, columns].fillna(point.loc[models, columns]).to_numpy(float)
+
+
 def training_rows(per_tournament: list[pd.DataFrame], point: pd.DataFrame, bootstrap: pd.DataFrame,
                   models: list[str], columns: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """X, y and the model of each row, one row per (model, tournament). A feature undefined in
-    one tournament (all its sampled answers null) takes the model's value over all questions."""
+    """X, y and the model of each row, one row per (model, tournament)."""
     logits = bootstrap.pivot(index="tournament", columns="model", values="logit")
     xs, ys, owners = [], [], []
     for tournament, frame in enumerate(per_tournament):
-        x = frame.loc[models, columns].fillna(point.loc[models, columns])
-        xs.append(x.to_numpy(float))
+        xs.append(filled(frame, point, models, columns))
         ys.append(logits.loc[tournament, models].to_numpy(float))
         owners += models
     return np.vstack(xs), np.concatenate(ys), np.array(owners)
@@ -125,11 +129,10 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
         per_tournament.append(averaged(features, [c for c in columns if c != ANSWERED], drawn))
     X, y, owners = training_rows(per_tournament, point, bootstrap, judged, columns)
 
-    fitted = clone(make_regressor(regressor, params, seed, n_jobs)).fit(X, y)
+    fitted = make_regressor(regressor, params, seed, n_jobs).fit(X, y)
     models = list(features)
     predicted = fitted.predict(point.loc[models, columns].to_numpy(float))
-    stacked = np.vstack([frame.loc[models, columns].fillna(point.loc[models, columns]).to_numpy(float)
-                         for frame in per_tournament])
+    stacked = np.vstack([filled(frame, point, models, columns) for frame in per_tournament])
     per_tournament_predictions = fitted.predict(stacked).reshape(n_tournaments, len(models))  # one call: fast
     low, high = np.percentile(per_tournament_predictions, [2.5, 97.5], axis=0)
     table = pd.DataFrame({"model": models, "predicted_logit": predicted, "ci_low": low, "ci_high": high,
@@ -171,7 +174,7 @@ def held_out_evaluation(X: np.ndarray, y: np.ndarray, owners: np.ndarray, point:
     for _ in range(repeats):
         out = list(rng.choice(judged, size=holdout, replace=False))
         train = ~np.isin(owners, out)
-        fitted = clone(make_regressor(regressor, params, seed, n_jobs)).fit(X[train], y[train])
+        fitted = make_regressor(regressor, params, seed, n_jobs).fit(X[train], y[train])
         composite = true_logit.copy()
         composite[out] = fitted.predict(point.loc[out].to_numpy(float))
         taus.append(kendalltau(composite[judged], true_logit[judged]).statistic)

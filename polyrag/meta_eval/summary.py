@@ -27,15 +27,14 @@ def summarise(predictions: pd.DataFrame, n_bootstrap: int, rng: np.random.Genera
             groups = group_ids(labels, langs)
             answered = part["prediction"].notna().to_numpy()
             correct = answered & (part["prediction"].to_numpy() == labels)
-            kept = answered
             rows.append({
                 "evaluator": evaluator, "prompt": prompt, "task": task, "lang": lang,
                 "balanced_accuracy": float(balanced_accuracy(correct, groups)),
                 "se": bootstrap_se(correct, groups, langs, n_bootstrap, rng),
                 "n": len(part), "n_missing": int((~answered).sum()),
                 "balanced_accuracy_excluding_missing": (
-                    float(balanced_accuracy(correct[kept], group_ids(labels[kept], langs[kept])))
-                    if kept.any() else np.nan),
+                    float(balanced_accuracy(correct[answered], group_ids(labels[answered], langs[answered])))
+                    if answered.any() else np.nan),
             })
     return pd.DataFrame(rows)
 
