@@ -11,7 +11,8 @@ rule bradley_terry:
         tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
     params:
         models=JUDGED,
-        arena=config["arena"],
+        bootstrap=config["arena"]["bootstrap"],
+        regularization=config["arena"]["regularization"],
         seed=config["seed"],
     log:
         "logs/arena/{judge}/{lang}/bradley_terry.log",

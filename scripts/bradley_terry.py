@@ -10,10 +10,9 @@ from polyrag.seeds import rng_for
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    arena = sm.params.arena
     games = read_games(sm.input)
     table, bootstrap, tournaments = bradley_terry(
-        games, sm.params.models, arena["regularization"], arena["bootstrap"],
+        games, sm.params.models, sm.params.regularization, sm.params.bootstrap,
         rng_for(sm.params.seed, "bootstrap", sm.wildcards.judge, sm.wildcards.lang))
     logging.getLogger("polyrag").info(
         "%d games on %d questions: %d ties (half a win each), %d invalid verdicts excluded",
