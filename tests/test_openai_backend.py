@@ -86,8 +86,9 @@ def test_concurrency_is_bounded(llama_server):
 def test_retries_after_429_500_and_timeout_then_cache_hits(llama_server, tmp_path, caplog):
     cache_path = tmp_path / "cache.sqlite"
     requests = [question(k) for k in range(4)]
-    with FaultProxy(llama_server, plan=["429", "500", "hang"], hang_seconds=4) as proxy:
-        llm = LLM(backend(proxy.url, concurrency=1, timeout=1.5), ResponseCache(cache_path))
+    # The timeout leaves a loaded CI machine time to answer, and the hang outlasts it.
+    with FaultProxy(llama_server, plan=["429", "500", "hang"], hang_seconds=12) as proxy:
+        llm = LLM(backend(proxy.url, concurrency=1, timeout=6), ResponseCache(cache_path))
         responses = llm.generate(requests)
         llm.close()
     assert all(r.ok for r in responses)

@@ -123,7 +123,8 @@ def test_model_based_feature_rules(repo, tmp_path):
     features = {"nli": {"model": str(sequence_classifier(tiny / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})),
                         "device": "cpu", "resources": {"gpu": 0}},
                 "reranker": {"model": str(sequence_classifier(tiny / "reranker", {0: "LABEL_0"})), "device": "cpu"}}
-    tiny_config(repo, tmp_path, languages=["en", "de"], features=features, **{"mock-0": {"backend": "mock", "error_rate": 0.0}})
+    tiny_config(repo, tmp_path, languages=["en", "de"], features=features,
+                **{"mock-0": {"backend": "mock", "error_rate": 0.0}, "mock-50": {"backend": "mock", "error_rate": 0.5}})
     target = "results/features/mock-0/en.parquet"
     dry = snakemake(repo, tmp_path, "-n", target)
     assert re.search(r"rule nli_features:(?:.*\n)*?\s+resources: [^\n]*gpu=0", dry.stdout)
