@@ -5,6 +5,7 @@ Every problem stops the run before any job with one message that names the confi
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,8 +74,54 @@ def check_model_names(models: dict, source: str) -> None:
             )
 
 
-def validate_config(config: dict, schema_path: str | Path, source: str = "config") -> dict:
-    """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key."""
+#: Keys naming local data, their environment variable (used when the key is null) and the folder
+#: the demo ships (used by data.source: demo when data.dir is null).
+LOCAL_DATA_KEYS = {
+    ("meta_eval", "dir"): "POLYRAG_MEMERAG_DIR",
+    ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
+    ("mars", "few_shot", "file"): None,
+    ("mars", "reference", "path"): None,
+}
+DEMO_DIR = "resources/demo"
+
+
+def local_path(value: str, workflow_dir: Path) -> str:
+    """A relative path from the working directory when it exists there, else from the workflow's
+    folder: the demo's ``resources/`` ship with the workflow, and ``snakemake --directory`` runs
+    elsewhere."""
+    if Path(value).is_absolute() or Path(value).exists() or not (workflow_dir / value).exists():
+        return value
+    return str(workflow_dir / value)
+
+
+def resolve_local_data(config: dict, workflow_dir: Path) -> None:
+    """Fill null data folders from their environment variable and resolve relative paths in place,
+    so that every stage reads the same local files (one way to point the workflow at a copy)."""
+    data = config["data"]
+    if data["dir"] is None and data["source"] == "xquad":
+        data["dir"] = os.environ.get("POLYRAG_XQUAD_DIR")
+    if data["dir"] is None and data["source"] == "demo":
+        data["dir"] = DEMO_DIR
+    if data["dir"]:
+        data["dir"] = local_path(data["dir"], workflow_dir)
+    for (*parents, key), variable in LOCAL_DATA_KEYS.items():
+        section = config
+        for parent in parents:
+            section = section.get(parent) or {}
+        if key not in section:
+            continue
+        if section[key] is None and variable:
+            section[key] = os.environ.get(variable)
+        if section[key]:
+            section[key] = local_path(section[key], workflow_dir)
+
+
+def validate_config(config: dict, schema_path: str | Path, source: str = "config",
+                    workflow_dir: str | Path | None = None) -> dict:
+    """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key.
+
+    ``workflow_dir`` (default: the schema's parent folder) anchors relative data paths that do
+    not exist in the working directory (``resolve_local_data``)."""
     if not isinstance(config, dict) or not config:
         raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
     check_model_names(config.get("models"), source)
@@ -84,6 +131,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     error = best_match(validator.iter_errors(config))
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
+    resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
     check_semantics(config, source)
     return config
 
@@ -100,7 +148,7 @@ def check_semantics(config: dict, source: str) -> None:
                 f"which only data.source: xquad supports (source is {data['source']!r})"
             )
     if data["source"] == "demo":
-        demo_dir = Path(data["dir"] or "resources/demo")
+        demo_dir = Path(data["dir"])
         missing = [lang for lang in languages if not (demo_dir / f"{lang}.jsonl").exists()]
         if missing:
             available = sorted(p.stem for p in demo_dir.glob("*.jsonl"))
@@ -120,6 +168,11 @@ def check_semantics(config: dict, source: str) -> None:
                           f"found {judged_models(config)}")
     meta_eval = config["meta_eval"]
     if meta_eval is not None:
+        from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
+
+        if meta_eval["variant"] in ANNOTATION_LIST_VARIANTS:  # the loader would stop on the first sentence
+            raise ConfigError(f"{source}: meta_eval.variant: {meta_eval['variant']} labels each sentence with a "
+                              f"list of annotations (one per annotator); {ONE_LABEL_HINT}")
         for name in meta_eval["llm_judges"]:
             judge = config["judges"].get(name)
             if judge is None or judge["backend"] in ("reference", "recorded"):
@@ -147,10 +200,23 @@ def check_semantics(config: dict, source: str) -> None:
                         f"{source}: models.{name}: the wrong_language corruption needs a language other than "
                         f"{lang!r} among {entry['wrong_language_from'] or languages}"
                     )
+        if entry["backend"] == "mock" and entry["error_rate"] > 0:
+            check_mock_refusals(name, languages, source)
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
     if config["mars"] is not None:
         check_mars(config, source)
+
+
+def check_mock_refusals(name: str, languages: list[str], source: str) -> None:
+    """A mock system that errs can refuse (a corruption, and the fallback of the others): every
+    question language needs its refusal in polyrag/prompts/mock_refusal.yaml."""
+    from polyrag.generate.prompts import refusal
+
+    missing = sorted({key.split("-")[0] for key in languages if refusal(key.split("-")[0]) is None})
+    if missing:
+        raise ConfigError(f"{source}: models.{name}: a mock system's refusal has no translation in {missing} "
+                          "(add it to polyrag/prompts/mock_refusal.yaml)")
 
 
 def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | None:
@@ -251,6 +317,11 @@ def check_mars(config: dict, source: str) -> None:
         if config["meta_eval"] is None:
             raise ConfigError(f"{source}: mars.reference.source: memerag reads MEMERAG through meta_eval:, "
                               "which is not configured")
+        if "mars" in config["meta_eval"]["scorers"]:
+            raise ConfigError(
+                f"{source}: mars.reference.source: memerag with meta_eval.scorers: mars would meta-evaluate the "
+                "MARS judges on the MEMERAG labels that also correct their scores (the reference set); use "
+                "mars.reference.source gold or tsv, or drop mars from meta_eval.scorers")
         unlabelled = [m for m in mars["metrics"] if m in ("cr", "lc")]
         if unlabelled:
             raise ConfigError(
@@ -259,6 +330,11 @@ def check_mars(config: dict, source: str) -> None:
     few_shot = mars["few_shot"]["file"]
     if few_shot is not None and not Path(few_shot).exists():
         raise ConfigError(f"{source}: mars.few_shot.file: {few_shot} does not exist")
+    if config["data"]["source"] == "xquad" and config["data"]["max_questions"] is None:
+        # Evaluated XQuAD questions never serve as gold data: evaluating all leaves MARS none.
+        raise ConfigError(
+            f"{source}: data.max_questions: null evaluates every XQuAD question, which leaves none for MARS's gold "
+            "data (few-shot examples, reference set, mock systems); set data.max_questions (e.g. 100 per language)")
 
 
 def mars_languages(config: dict) -> list[str]:

@@ -1,5 +1,4 @@
 # Config validation, names, resources and input functions shared by every stage.
-import os
 import re
 from pathlib import Path
 
@@ -28,6 +27,7 @@ try:
         config,
         Path(workflow.basedir) / "schemas" / "config.schema.yaml",
         source=", ".join(map(str, workflow.overwrite_configfiles or workflow.configfiles)) or "config",
+        workflow_dir=workflow.basedir,
     )
 except ConfigError as error:
     # One line naming the file and key, before any job is scheduled.
@@ -83,11 +83,6 @@ def all_targets():
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
     )
-
-
-def memerag_dir(wildcards):
-    """MEMERAG files: meta_eval.dir, else $POLYRAG_MEMERAG_DIR, else None (downloaded)."""
-    return config["meta_eval"]["dir"] or os.environ.get("POLYRAG_MEMERAG_DIR")
 
 
 def judge_roles(wildcards):
@@ -171,11 +166,6 @@ def mars_corpus_files(wildcards):
         return []
     passage_lang = wildcards.pair.split("-")[0]
     return [f"results/data/{lang}.parquet" for lang in LANGUAGES if lang.split("-")[-1] == passage_lang]
-
-
-def xquad_dir(wildcards):
-    """XQuAD files: mars.gold.dir, else $POLYRAG_XQUAD_DIR, else None (downloaded)."""
-    return MARS["gold"]["dir"] or os.environ.get("POLYRAG_XQUAD_DIR")
 
 
 def mars_generator(wildcards):

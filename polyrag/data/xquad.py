@@ -19,12 +19,14 @@ XQUAD_COMMIT = "1b99b75618185a95c825655f77eb21e020f7e2d7"
 XQUAD_URL = "https://github.com/google-deepmind/xquad/raw/{revision}/xquad.{lang}.json"
 
 
-def xquad_file(lang: str, directory: str | None, revision: str, cache_dir: str, local_key: str = "data.dir") -> Path:
-    """The local file in ``directory``, else the cached download; ``local_key`` names the setting of
-    ``directory`` in the download error (callers other than the RAG data set their own)."""
+def xquad_file(lang: str, directory: str | None, revision: str | None, cache_dir: str,
+               local_key: str = "data.dir or $POLYRAG_XQUAD_DIR") -> Path:
+    """The local file in ``directory``, else the cached download at ``revision`` (None: the pinned
+    commit); ``local_key`` names the setting of ``directory`` in the download error."""
     if directory:
         return Path(directory) / f"xquad.{lang}.json"
-    return cached_download(XQUAD_URL.format(revision=revision, lang=lang), cache_dir, local_key=local_key)
+    url = XQUAD_URL.format(revision=revision or XQUAD_COMMIT, lang=lang)
+    return cached_download(url, cache_dir, local_key=local_key)
 
 
 def read_squad(path: Path) -> list[dict]:

@@ -61,7 +61,7 @@ def paragraph_roles(articles: list[dict], few_shot: int, reference_questions: in
     return roles
 
 
-def gold_items(pair: str, *, second_languages: list[str], directory: str | None, revision: str, cache_dir: str,
+def gold_items(pair: str, *, second_languages: list[str], directory: str | None, revision: str | None, cache_dir: str,
                seed: int, few_shot: int, reference_size: int, exclude_ids: set[str]) -> pd.DataFrame:
     """One row per usable XQuAD question of ``pair`` with its role, texts and wrong-language answer."""
     passage_lang, question_lang = split_pair(pair)
