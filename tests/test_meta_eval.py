@@ -9,17 +9,20 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import permutation_test
+import yaml
+from scipy.stats import beta, permutation_test
 from sklearn.metrics import balanced_accuracy_score
 
-from polyrag.errors import DataError
+from polyrag.config import validate_config
+from polyrag.errors import ConfigError, DataError
 from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
 from polyrag.meta_eval.evaluators import best_threshold, leave_one_language_out, similarity_scores
 from polyrag.meta_eval.llm_judge import judge_messages, llm_predictions, parse_label
-from polyrag.meta_eval.memerag import memerag_file, read_memerag, task_rows
-from polyrag.meta_eval.statistics import balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test
+from polyrag.meta_eval.memerag import ONE_LABEL_HINT, memerag_file, read_memerag, task_rows
+from polyrag.meta_eval.statistics import (balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test,
+                                          recall_interval)
 from polyrag.meta_eval.summary import significance, summarise
 
 PUBLISHED_SENTENCES = {"en": 400, "de": 468, "es": 563, "fr": 540, "hi": 351}
@@ -141,15 +144,44 @@ def test_permutation_test_agrees_with_scipy():
     assert p_ours == pytest.approx(reference.pvalue, abs=0.015)
 
 
-def test_bootstrap_standard_error_matches_the_binomial_approximation():
+def stratified_se(correct, labels, langs):
+    """The standard deviation of balanced accuracy when each (language, class) group's recall
+    varies binomially around its observed value: what a stratified bootstrap converges to."""
+    groups = pd.DataFrame({"correct": correct, "group": list(zip(langs, labels))}).groupby("group")["correct"]
+    recall, size = groups.mean(), groups.size()
+    return np.sqrt((recall * (1 - recall) / size).sum()) / len(size)
+
+
+def test_bootstrap_standard_error_is_the_stratified_binomial_one():
     rng = np.random.default_rng(4)
     labels = np.repeat([0, 1], [400, 600])
     correct = np.concatenate([rng.random(400) < 0.6, rng.random(600) < 0.9])
     groups = group_ids(labels, np.array(["x"] * 1000))
     recall = [correct[labels == c].mean() for c in (0, 1)]
     expected = 0.5 * np.sqrt(recall[0] * (1 - recall[0]) / 400 + recall[1] * (1 - recall[1]) / 600)
-    se = bootstrap_se(correct, groups, np.array(["x"] * 1000), 2000, np.random.default_rng(5))
-    assert se == pytest.approx(expected, rel=0.1)
+    se = bootstrap_se(correct, groups, 4000, np.random.default_rng(5))
+    assert se == pytest.approx(expected, rel=0.04)
+
+
+def test_bootstrap_keeps_resamples_of_a_rare_class_and_matches_the_analytic_se():
+    """Two of five negatives right in one language, a handful of negatives in another: an
+    unstratified bootstrap loses the class in some resamples (and dropped them, biasing the SE);
+    resampling within class gives the analytic SE."""
+    labels = np.concatenate([np.repeat([0, 1], [5, 200]), np.repeat([0, 1], [3, 120])])
+    langs = np.repeat(["hi", "fr"], [205, 123])
+    correct = np.concatenate([[1, 1, 0, 0, 0], np.arange(200) < 170, [1, 0, 0], np.arange(120) < 100]).astype(bool)
+    se = bootstrap_se(correct, group_ids(labels, langs), 8000, np.random.default_rng(6))
+    assert se == pytest.approx(stratified_se(correct, labels, langs), rel=0.03)
+    # Same seed, same answer.
+    assert se == bootstrap_se(correct, group_ids(labels, langs), 8000, np.random.default_rng(6))
+
+
+def test_recall_interval_is_clopper_pearson():
+    # k = n: the lower bound is (alpha / 2) ** (1 / n); three of three is far from a certain 1.0.
+    assert recall_interval(3, 3) == pytest.approx((0.025 ** (1 / 3), 1.0))
+    assert recall_interval(0, 4) == pytest.approx((0.0, 1 - 0.025 ** (1 / 4)))
+    assert recall_interval(7, 20) == pytest.approx((beta.ppf(0.025, 7, 14), beta.ppf(0.975, 8, 13)))
+    assert np.isnan(recall_interval(0, 0)).all()
 
 
 def score_table(rng, languages=("de", "en", "es")):
@@ -204,6 +236,121 @@ def test_summary_reports_missing_predictions_both_ways_and_tests_against_the_bes
     tests = significance(predictions, summary, 500, np.random.default_rng(10))
     row = tests.query("evaluator == 'weak' and lang == 'all'").iloc[0]
     assert row["best_evaluator"] == "good" and row["significantly_worse"] and row["p_value"] < 0.01
+
+
+def memerag_like(rng, languages=("de", "en"), questions=30, sentences=3, positive=0.75):
+    """Sentence keys as in MEMERAG: query ids differ between languages, a few sentences each."""
+    rows = [{"lang": lang, "query_id": f"{lang}-{q}", "sentence_id": s, "task": "faithfulness",
+             "fine_grained_factuality": None}
+            for lang in languages for q in range(questions) for s in range(sentences)]
+    frame = pd.DataFrame(rows)
+    frame["label"] = (rng.random(len(frame)) < positive).astype(int)
+    return frame
+
+
+def with_recalls(base, rng, evaluator, positive, negative, missing=0):
+    """An evaluator right on exactly round(recall * size) sentences of each class in each
+    language, in random places, with ``missing`` predictions that never came."""
+    prediction = 1 - base["label"].to_numpy().astype(float)
+    recalls = {1: positive, 0: negative}
+    for (_, label), members in base.reset_index(drop=True).groupby(["lang", "label"]).indices.items():
+        right = rng.choice(members, size=round(recalls[label] * len(members)), replace=False)
+        prediction[right] = label
+    prediction[rng.choice(len(base), size=missing, replace=False)] = np.nan
+    return base.assign(evaluator=evaluator, prompt="-", prediction=prediction)
+
+
+def test_significance_compares_the_summary_balanced_accuracies_on_every_labelled_sentence_once():
+    rng = np.random.default_rng(11)
+    base = memerag_like(rng)
+    predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 0.7), with_recalls(base, rng, "b", 0.9, 0.4, missing=9),
+                             with_recalls(base, rng, "c", 0.6, 0.6)], ignore_index=True)
+    summary = summarise(predictions, 200, np.random.default_rng(12))
+    tests = significance(predictions, summary, 200, np.random.default_rng(13))
+    accuracy = summary.set_index(["lang", "evaluator"])["balanced_accuracy"]
+    assert len(tests) == 3 * 3
+    for row in tests.itertuples():
+        assert row.difference == pytest.approx(accuracy[row.lang, row.best_evaluator] - accuracy[row.lang, row.evaluator],
+                                               abs=1e-12)
+        labelled = base if row.lang == "all" else base[base["lang"] == row.lang]
+        assert row.n == len(labelled)  # 90 per language, 180 in all: no padded twins
+    assert (tests["n"] == tests["lang"].map({"de": 90, "en": 90, "all": 180})).all()
+
+
+def test_significance_keeps_the_sign_of_a_true_difference_with_75_percent_positives():
+    """Evaluator a: recalls 0.6 (positive) and 0.9 (negative), balanced accuracy 0.75; b: 0.9 and
+    0.16, 0.53. b has the higher plain accuracy (0.715 against 0.675), so a test on rows that
+    count like plain accuracy (the padded table did) gets the sign of the +0.22 wrong."""
+    rng = np.random.default_rng(14)
+    base = memerag_like(rng, languages=("en",), questions=400)
+    base["label"] = rng.permutation(np.repeat([1, 0], [900, 300]))
+    predictions = pd.concat([with_recalls(base, rng, "a", 0.6, 0.9), with_recalls(base, rng, "b", 0.9, 0.16)],
+                            ignore_index=True)
+    plain = predictions.assign(right=predictions["prediction"] == predictions["label"]).groupby("evaluator")["right"]
+    assert plain.mean()["b"] > plain.mean()["a"]
+    summary = summarise(predictions, 200, np.random.default_rng(15))
+    tests = significance(predictions, summary, 1000, np.random.default_rng(16))
+    row = tests.query("evaluator == 'b' and lang == 'all'").iloc[0]
+    assert row["best_evaluator"] == "a" and row["n"] == 1200
+    assert row["difference"] == pytest.approx(0.22) and row["p_value"] < 0.01 and row["significantly_worse"]
+
+
+def test_significance_refuses_evaluators_that_scored_different_sentences():
+    base = memerag_like(np.random.default_rng(17))
+    rng = np.random.default_rng(18)
+    predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 0.7), with_recalls(base.iloc[1:], rng, "b", 0.8, 0.7)],
+                            ignore_index=True)
+    summary = summarise(predictions, 100, np.random.default_rng(19))
+    with pytest.raises(DataError, match=r"faithfulness all: evaluators scored different sentences"):
+        significance(predictions, summary, 100, np.random.default_rng(20))
+
+
+def test_a_language_with_one_class_is_flagged_and_left_out_of_all(caplog):
+    """hi has no negative sentence at all; fr has three, all judged right."""
+    rng = np.random.default_rng(21)
+    base = memerag_like(rng, languages=("de", "en", "fr", "hi"), questions=20)
+    base.loc[base["lang"] == "hi", "label"] = 1
+    fr = np.flatnonzero(base["lang"] == "fr")
+    base.loc[fr, "label"] = 1
+    base.loc[fr[:3], "label"] = 0
+    predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 1.0), with_recalls(base, rng, "b", 0.7, 0.5)],
+                            ignore_index=True)
+    with caplog.at_level("WARNING", logger="polyrag"):
+        summary = summarise(predictions, 200, np.random.default_rng(22)).set_index(["evaluator", "lang"])
+    assert "faithfulness hi: every label is positive (60 sentences)" in caplog.text
+    assert sum("every label is" in record.message for record in caplog.records) == 1  # once, not per evaluator
+    hi = summary.loc[("a", "hi")]
+    assert np.isnan(hi["balanced_accuracy"]) and np.isnan(hi["se"])
+    assert (hi["classes_present"], hi["n_positive"], hi["n_negative"]) == ("positive", 60, 0)
+    assert hi["recall_positive"] == pytest.approx(0.8) and np.isnan(hi["recall_negative"])
+    fr_a = summary.loc[("a", "fr")]
+    assert (fr_a["classes_present"], fr_a["n_negative"], fr_a["recall_negative"]) == ("positive,negative", 3, 1.0)
+    assert (fr_a["recall_negative_ci_low"], fr_a["recall_negative_ci_high"]) == pytest.approx((0.025 ** (1 / 3), 1))
+    # all: the three languages with both classes, each with two class groups, as sklearn per language.
+    for evaluator in ("a", "b"):
+        both = predictions[(predictions["evaluator"] == evaluator) & (predictions["lang"] != "hi")]
+        per_language = [balanced_accuracy_score(part["label"], part["prediction"]) for _, part in both.groupby("lang")]
+        row = summary.loc[(evaluator, "all")]
+        assert row["balanced_accuracy"] == pytest.approx(np.mean(per_language))
+        assert row["languages_left_out"] == "hi" and row["n"] == 180 and row["n_negative"] == both["label"].eq(0).sum()
+    tests = significance(predictions, summary.reset_index(), 200, np.random.default_rng(23))
+    assert "hi" not in set(tests["lang"]) and tests.query("lang == 'all'")["n"].eq(180).all()
+
+
+def test_memerag_ext_is_refused_when_the_config_is_checked_with_the_loaders_advice(repo, tmp_path, monkeypatch):
+    path = tmp_path / "de.jsonl"
+    write_jsonl(path, [item(factuality=["Supported"] * 4 + ["Not Supported"])])
+    with pytest.raises(DataError, match=re.escape(ONE_LABEL_HINT)):
+        read_memerag(path, "de")
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    config["meta_eval"] = {"variant": "memerag_ext"}
+    monkeypatch.chdir(repo)
+    with pytest.raises(ConfigError, match=re.escape(f"my.yaml: meta_eval.variant: memerag_ext labels each sentence "
+                                                    f"with a list of annotations (one per annotator); {ONE_LABEL_HINT}")):
+        validate_config(config, repo / "schemas" / "config.schema.yaml", source="my.yaml")
+    config["meta_eval"] = {"variant": "memerag_ext_w_majority_vote"}
+    assert validate_config(config, repo / "schemas" / "config.schema.yaml")["meta_eval"]["variant"] == \
+        "memerag_ext_w_majority_vote"
 
 
 class ScriptedJudge(Backend):

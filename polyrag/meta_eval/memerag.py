@@ -20,6 +20,9 @@ from polyrag.errors import DataError
 MEMERAG_COMMIT = "bf8c052a209e971020975dc3634169cfa5f908f2"
 MEMERAG_URL = "https://raw.githubusercontent.com/amazon-science/MEMERAG/{revision}/data/{variant}/{lang}.jsonl"
 VARIANTS = ("memerag", "memerag_ext", "memerag_ext_w_majority_vote")
+#: memerag_ext labels each sentence with a list of five annotations, which polyrag does not combine.
+ANNOTATION_LIST_VARIANTS = ("memerag_ext",)
+ONE_LABEL_HINT = "use the variant memerag_ext_w_majority_vote for one label per sentence"
 
 FACTUALITY = {"Supported": 1, "Not Supported": 0, "Challenging to determine": None}
 RELEVANCE = {"Directly answers the question": 1, "Adds context to the answer": 1, "Unrelated to the question": 0}
@@ -94,8 +97,7 @@ def sentence_row(sentence: dict, item: dict, context: list[str], lang: str, wher
                          ("fine_grained_factuality", FINE_GRAINED)):
         value = sentence.get(key)
         if isinstance(value, list):
-            raise DataError(f"{where}: {key} is a list of annotations {value!r}; use the variant "
-                            "memerag_ext_w_majority_vote for one label per sentence")
+            raise DataError(f"{where}: {key} is a list of annotations {value!r}; {ONE_LABEL_HINT}")
         if value not in allowed:
             raise DataError(f"{where}: unknown {key} value {value!r} (sentence {sentence['sentence_id']})")
     return {"lang": lang, "query_id": str(item["query_id"]), "query": item["query"], "context": context,

@@ -1,71 +1,141 @@
-"""The meta-evaluation tables: summary.csv, significance.csv and fine_grained.csv."""
+"""The meta-evaluation tables: summary.csv, significance.csv and fine_grained.csv.
+
+A language whose labels of a task hold one class only (e.g. no ``Unrelated`` sentence) has no
+balanced accuracy: its row reports the classes present, the sentences per class and each
+class's recall with a Clopper-Pearson interval, and leaves ``balanced_accuracy`` empty; the
+``all`` column leaves that language out and names it (``languages_left_out``), so it always
+averages two classes per language. Each case is logged as a warning.
+"""
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 import pandas as pd
 
-from polyrag.meta_eval.statistics import balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test
+from polyrag.errors import DataError
+from polyrag.meta_eval.statistics import (balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test,
+                                          recall_interval)
 
 KEYS = ["lang", "query_id", "sentence_id"]
 SYSTEM = ["evaluator", "prompt", "task"]
+CLASSES = {1: "positive", 0: "negative"}  # faithfulness: Supported / Not Supported; relevance: relevant / Unrelated
+
+log = logging.getLogger("polyrag")
 
 
-def columns(predictions: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Each language alone, then all languages together (``all``)."""
+def outcomes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each row has a prediction, and whether it is right (a missing one is wrong)."""
+    prediction = frame["prediction"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    answered = ~np.isnan(prediction)
+    return answered, answered & (prediction == frame["label"].to_numpy())
+
+
+def one_class_languages(predictions: pd.DataFrame) -> dict[str, list[str]]:
+    """Per task, the languages whose labels hold a single class."""
+    classes = predictions.groupby(["task", "lang"])["label"].nunique()
+    return {task: sorted(classes[task].index[classes[task] < 2]) for task in classes.index.unique("task")}
+
+
+def warn_one_class(left_out: dict[str, list[str]], predictions: pd.DataFrame) -> None:
+    for task, languages in left_out.items():
+        for lang in languages:
+            labels = predictions.loc[(predictions["task"] == task) & (predictions["lang"] == lang), "label"]
+            log.warning("%s %s: every label is %s (%d sentences): no balanced accuracy for this language, and "
+                        "the 'all' column leaves it out", task, lang, CLASSES[int(labels.iloc[0])], labels.size)
+
+
+def columns(predictions: pd.DataFrame, left_out: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """Each language alone, then the languages with both classes together (``all``)."""
     languages = sorted(predictions["lang"].unique())
-    return [(lang, predictions[predictions["lang"] == lang]) for lang in languages] + [("all", predictions)]
+    return ([(lang, predictions[predictions["lang"] == lang]) for lang in languages]
+            + [("all", predictions[~predictions["lang"].isin(left_out)])])
+
+
+def defined_balanced_accuracy(correct: np.ndarray, labels: np.ndarray, langs: np.ndarray) -> float:
+    """Balanced accuracy when every language present has sentences of both classes, else NaN
+    (with one class it would be that class's recall under another name)."""
+    if len(labels) == 0 or pd.Series(labels).groupby(langs).nunique().min() < len(CLASSES):
+        return np.nan
+    return float(balanced_accuracy(correct, group_ids(labels, langs)))
+
+
+def class_columns(labels: np.ndarray, correct: np.ndarray) -> dict:
+    """The classes present, sentences per class and each class's recall with its 95% interval."""
+    row = {"classes_present": ",".join(name for value, name in CLASSES.items() if (labels == value).any())}
+    for value, name in CLASSES.items():
+        members = labels == value
+        total, hits = int(members.sum()), int(correct[members].sum())
+        low, high = recall_interval(hits, total)
+        row |= {f"n_{name}": total, f"recall_{name}": hits / total if total else np.nan,
+                f"recall_{name}_ci_low": low, f"recall_{name}_ci_high": high}
+    return row
 
 
 def summarise(predictions: pd.DataFrame, n_bootstrap: int, rng: np.random.Generator) -> pd.DataFrame:
     """Balanced accuracy per evaluator, prompt, task and language (missing predictions wrong, and
-    excluded), with bootstrap standard errors."""
+    excluded), with stratified bootstrap standard errors and per-class recalls."""
+    left_out = one_class_languages(predictions)
+    warn_one_class(left_out, predictions[SYSTEM[-1:] + KEYS + ["label"]].drop_duplicates())
     rows = []
     for (evaluator, prompt, task), frame in predictions.groupby(SYSTEM, sort=True):
-        for lang, part in columns(frame):
+        for lang, part in columns(frame, left_out[task]):
             labels, langs = part["label"].to_numpy(), part["lang"].to_numpy()
-            groups = group_ids(labels, langs)
-            answered = part["prediction"].notna().to_numpy()
-            correct = answered & (part["prediction"].to_numpy() == labels)
+            answered, correct = outcomes(part)
+            score = defined_balanced_accuracy(correct, labels, langs)
             rows.append({
-                "evaluator": evaluator, "prompt": prompt, "task": task, "lang": lang,
-                "balanced_accuracy": float(balanced_accuracy(correct, groups)),
-                "se": bootstrap_se(correct, groups, langs, n_bootstrap, rng),
+                "evaluator": evaluator, "prompt": prompt, "task": task, "lang": lang, "balanced_accuracy": score,
+                "se": np.nan if np.isnan(score) else bootstrap_se(correct, group_ids(labels, langs), n_bootstrap, rng),
                 "n": len(part), "n_missing": int((~answered).sum()),
-                "balanced_accuracy_excluding_missing": (
-                    float(balanced_accuracy(correct[answered], group_ids(labels[answered], langs[answered])))
-                    if answered.any() else np.nan),
+                "balanced_accuracy_excluding_missing": defined_balanced_accuracy(
+                    correct[answered], labels[answered], langs[answered]),
+                **class_columns(labels, correct),
+                "languages_left_out": ",".join(left_out[task]) if lang == "all" else "",
             })
     return pd.DataFrame(rows)
+
+
+def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per labelled sentence with each evaluator's correctness as a column, and the
+    (language, class) group of each row. Every evaluator must have scored the same sentences:
+    a paired test over padded or unmatched rows would compare invented outcomes."""
+    duplicated = part[part.duplicated(SYSTEM + KEYS, keep=False)]
+    if not duplicated.empty:
+        raise DataError(f"{where}: {duplicated.iloc[0][['evaluator', *KEYS]].to_dict()} has more than one prediction")
+    sentences = part[KEYS + ["label"]].drop_duplicates()
+    if sentences[KEYS].duplicated().any():
+        raise DataError(f"{where}: sentence {sentences[sentences[KEYS].duplicated()].iloc[0][KEYS].to_dict()} "
+                        "has different labels in different evaluators' files")
+    coverage = part.groupby(["evaluator", "prompt"]).size()
+    if (coverage != len(sentences)).any():
+        raise DataError(f"{where}: evaluators scored different sentences ({coverage.to_dict()} of {len(sentences)})")
+    correct = part.assign(correct=outcomes(part)[1]).pivot(index=KEYS, columns=["evaluator", "prompt"],
+                                                           values="correct")
+    labels = sentences.set_index(KEYS)["label"].reindex(correct.index).to_numpy()
+    return correct, group_ids(labels, correct.index.get_level_values("lang").to_numpy())
 
 
 def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutations: int,
                  rng: np.random.Generator) -> pd.DataFrame:
     """Each evaluator (and prompt) against the best of its column (task, language): the
-    difference in balanced accuracy and a paired permutation test's p-value."""
+    difference in balanced accuracy (that of summary.csv), the sentences compared (``n``) and a
+    paired permutation test's p-value. Columns without a balanced accuracy (one class) are left out."""
+    left_out = one_class_languages(predictions)
     rows = []
-    for (task, lang), column in summary.groupby(["task", "lang"], sort=True):
-        best = column.sort_values("balanced_accuracy", ascending=False).iloc[0]
+    for (task, lang), column in summary.dropna(subset=["balanced_accuracy"]).groupby(["task", "lang"], sort=True):
+        best = column.sort_values("balanced_accuracy", ascending=False, kind="stable").iloc[0]
         part = predictions[predictions["task"] == task]
-        if lang != "all":
-            part = part[part["lang"] == lang]
-        wide = part.pivot_table(index=KEYS + ["label"], columns=["evaluator", "prompt"], values="prediction",
-                                aggfunc="first", dropna=False).reset_index()
-        labels, langs = wide["label"].to_numpy(), wide["lang"].to_numpy()
-        groups = group_ids(labels, langs)
-
-        def correct(evaluator: str, prompt: str) -> np.ndarray:
-            values = wide[(evaluator, prompt)].to_numpy()
-            return ~pd.isna(values) & (values == labels)
-
-        reference = correct(best["evaluator"], best["prompt"])
+        part = part[part["lang"] == lang] if lang != "all" else part[~part["lang"].isin(left_out[task])]
+        correct, groups = paired_outcomes(part, f"{task} {lang}")
+        reference = correct[(best["evaluator"], best["prompt"])].to_numpy(bool)
         for _, other in column.iterrows():
             is_best = (other["evaluator"], other["prompt"]) == (best["evaluator"], best["prompt"])
             difference, p_value = (0.0, 1.0) if is_best else paired_permutation_test(
-                reference, correct(other["evaluator"], other["prompt"]), groups, n_permutations, rng)
+                reference, correct[(other["evaluator"], other["prompt"])].to_numpy(bool), groups, n_permutations, rng)
             rows.append({"task": task, "lang": lang, "evaluator": other["evaluator"], "prompt": other["prompt"],
                          "best_evaluator": best["evaluator"], "best_prompt": best["prompt"],
-                         "difference": difference, "p_value": p_value, "is_best": is_best,
+                         "difference": difference, "n": len(correct), "p_value": p_value, "is_best": is_best,
                          "significantly_worse": (not is_best) and p_value < 0.05})
     return pd.DataFrame(rows)
 
@@ -73,7 +143,7 @@ def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutation
 def fine_grained(predictions: pd.DataFrame) -> pd.DataFrame:
     """Faithfulness accuracy per fine-grained label (MEMERAG's error taxonomy), missing as wrong."""
     faithful = predictions[predictions["task"] == "faithfulness"].copy()
-    faithful["correct"] = faithful["prediction"].notna() & (faithful["prediction"] == faithful["label"])
+    faithful["correct"] = outcomes(faithful)[1]
     faithful["fine_grained_factuality"] = faithful["fine_grained_factuality"].fillna("(none)")
     table = (faithful.groupby(["evaluator", "prompt", "lang", "fine_grained_factuality"])["correct"]
              .agg(accuracy="mean", n="size").reset_index())
