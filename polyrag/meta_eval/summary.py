@@ -39,9 +39,11 @@ def one_class_languages(predictions: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def warn_one_class(left_out: dict[str, list[str]], predictions: pd.DataFrame) -> None:
+    """One warning per task and language, however many evaluators scored it."""
+    sentences = predictions[["task", *KEYS, "label"]].drop_duplicates()
     for task, languages in left_out.items():
         for lang in languages:
-            labels = predictions.loc[(predictions["task"] == task) & (predictions["lang"] == lang), "label"]
+            labels = sentences.loc[(sentences["task"] == task) & (sentences["lang"] == lang), "label"]
             log.warning("%s %s: every label is %s (%d sentences): no balanced accuracy for this language, and "
                         "the 'all' column leaves it out", task, lang, CLASSES[int(labels.iloc[0])], labels.size)
 
@@ -77,7 +79,7 @@ def summarise(predictions: pd.DataFrame, n_bootstrap: int, rng: np.random.Genera
     """Balanced accuracy per evaluator, prompt, task and language (missing predictions wrong, and
     excluded), with stratified bootstrap standard errors and per-class recalls."""
     left_out = one_class_languages(predictions)
-    warn_one_class(left_out, predictions[SYSTEM[-1:] + KEYS + ["label"]].drop_duplicates())
+    warn_one_class(left_out, predictions)
     rows = []
     for (evaluator, prompt, task), frame in predictions.groupby(SYSTEM, sort=True):
         for lang, part in columns(frame, left_out[task]):
