@@ -28,6 +28,8 @@ rule embedding_features:
         answers="results/answers/{model}/{lang}.parquet",
     output:
         "results/features/{model}/{lang}/embedding.parquet",
+    params:
+        cache_dir=config["cache_dir"],
     log:
         "logs/features/{model}/{lang}/embedding.log",
     benchmark:

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer."""
 
-from polyrag.features.embedding import embedding_similarity
+from polyrag.features.embedding import e5_store, embedding_similarity
 from polyrag.features.table import read_aligned, write_features
 from polyrag.generate.parsing import strip_citations
 from polyrag.logs import run_logged
@@ -14,7 +14,7 @@ def main() -> None:
         return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None
 
     similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
-                                      [clean(r["reference_answer"], r) for r in records])
+                                      [clean(r["reference_answer"], r) for r in records], e5_store(sm.params.cache_dir))
     rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
     write_features(rows, ["embedding_similarity"], sm.output[0])
 

@@ -1,5 +1,6 @@
 """Snakemake entry point of rule judge_pair: results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet."""
 
+from polyrag.features.embedding import e5_store
 from polyrag.features.table import read_aligned
 from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference, write_games
 from polyrag.judge.recorded import recorded_games
@@ -16,7 +17,8 @@ def main() -> None:
     if judge["backend"] == "recorded":
         rows = recorded_games(records, w.model_a, w.model_b, w.lang, judge, sm.params.cache_dir)
     elif judge["backend"] == "reference":
-        rows = judge_with_reference(arena_items(records, *answers), w.model_a, w.model_b, judge)
+        rows = judge_with_reference(arena_items(records, *answers), w.model_a, w.model_b, judge,
+                                    e5_store(sm.params.cache_dir))
     else:
         llm = open_llm(w.judge, judge, cache_dir=sm.params.cache_dir, seed=sm.params.judging["seed"])
         try:

@@ -20,7 +20,9 @@ def main() -> None:
         nli = sm.params.nli
         scores = nli_scores(sentences, NLIScorer(nli["model"], batch_size=nli["batch_size"]))
     else:
-        scores = similarity_scores(sentences, sm.params.tasks)
+        from polyrag.features.embedding import e5_store
+
+        scores = similarity_scores(sentences, sm.params.tasks, e5_store(sm.params.cache_dir))
     scores.to_parquet(sm.output[0], index=False)
 
 

