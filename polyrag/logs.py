@@ -1,5 +1,6 @@
 """Logging for Snakemake scripts: everything (progress bars too) goes to the rule's log file,
-and a PolyragError's one-line message also reaches the console."""
+and a PolyragError's one-line message also reaches the console. Every script run this way dies
+with the Snakemake process that started it (``polyrag.parent_watch``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import sys
 from collections.abc import Callable
 
 from polyrag.errors import PolyragError
+from polyrag.parent_watch import die_with_workflow
+from polyrag.progress import LogLines
 
 
 def run_logged(main: Callable[[], None], log_path: str) -> None:
+    die_with_workflow()
     console = sys.stderr
     handle = open(log_path, "a", encoding="utf-8", buffering=1)
-    sys.stderr = handle  # tqdm and warnings land in the log
+    sys.stderr = LogLines(handle)  # progress bars (one line per refresh) and warnings land in the log
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 
 import bm25s
-from tqdm import tqdm
 
 from polyrag.data.hub import hub_rows
 from polyrag.data.records import make_record, require, subsample
+from polyrag.progress import progress
 from polyrag.seeds import rng_for
 from polyrag.text import truncate_tokens, word_tokens
 
@@ -57,7 +57,7 @@ def mirage_context(records: list[dict], language: str, options: dict, seed: int)
         log.info("%s: subsampled %d of %d questions", language, cap, len(kept))
         kept = subsample(kept, cap, seed, "subsample", language)
     out = []
-    for record in tqdm(kept, desc=f"{language}: trim and shuffle passages", unit="q", mininterval=5):
+    for record in progress(kept, desc=f"{language}: trim and shuffle passages", unit="q"):
         passages = [{**p, "text": truncate_tokens(p["text"], options["max_passage_tokens"])} for p in record["passages"]]
         order = rng_for(seed, "shuffle", language, record["query_id"]).permutation(len(passages))
         out.append({**record, "passages": [passages[i] for i in order]})
@@ -74,7 +74,7 @@ def bm25_ranking(query: str, passages: list[dict]) -> list[int]:
 
 def memerag_context(records: list[dict], top_k: int) -> list[dict]:
     out = []
-    for record in tqdm(records, desc="BM25 context selection", unit="q", mininterval=5):
+    for record in progress(records, desc="BM25 context selection", unit="q"):
         ranking = bm25_ranking(record["query"], record["passages"])
         relevant = set(record["relevant_docids"])
         top = ranking[:top_k]

