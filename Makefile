@@ -30,6 +30,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 	$(BIN)/snakemake --configfile config.yaml --report results/report.html
+	$(BIN)/python -m polyrag.show results/leaderboard.csv results/report.html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -ra
