@@ -18,4 +18,10 @@ class BackendUnavailable(PolyragError):
 
 
 class TooManyFailures(PolyragError):
-    """More LLM calls failed after retries than the configured fraction allows."""
+    """More requests were rejected by the model than the configured fraction allows."""
+
+
+class LLMUnavailable(PolyragError):
+    """The model could not be reached (connection refused, 429 or 5xx after retries, timeouts,
+    a key or model name the endpoint refuses). The job fails; every response received before
+    is cached, so a rerun resumes where it stopped. Never recorded as a verdict or an error row."""

@@ -1,8 +1,12 @@
 """A fault-injecting HTTP proxy on 127.0.0.1 in front of a real server, for backend tests.
 
 Each incoming request takes the next action of ``plan`` (then ``pass``): ``pass`` forwards it,
-``429`` / ``500`` answer with that status, ``hang`` sleeps past the client's timeout. The proxy
-counts requests and the largest number it held in flight at once.
+``400`` / ``401`` / ``429`` / ``500`` answer with that status, ``hang`` sleeps past the client's
+timeout. The proxy counts requests and the largest number it held in flight at once.
+
+``down_after=N`` simulates a server that dies: the first N requests are forwarded, later ones are
+dropped without an answer, and once the N-th answer is sent the proxy stops listening
+(connection refused). A new proxy is the server coming back.
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, plan: list[str] | None = None, delay: float = 0.0, hang_seconds: float = 5.0):
+    def __init__(self, upstream: str, plan: list[str] | None = None, delay: float = 0.0, hang_seconds: float = 5.0,
+                 down_after: int | None = None):
         self.upstream = upstream.rstrip("/")
         self.plan = list(plan or [])
         self.delay = delay
         self.hang_seconds = hang_seconds
         self.lock = threading.Lock()
+        self.down_after = down_after
         self.requests = 0
         self.forwarded = 0
+        self.answered = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.actions: list[str] = []
@@ -40,21 +47,29 @@ class FaultProxy:
                 with proxy.lock:
                     proxy.requests += 1
                     action = proxy.plan.pop(0) if proxy.plan else "pass"
+                    if proxy.down_after is not None and proxy.forwarded >= proxy.down_after:
+                        action = "drop"
+                    if action == "pass":
+                        proxy.forwarded += 1
                     proxy.actions.append(action)
                     proxy.in_flight += 1
                     proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
                 try:
                     if proxy.delay:
                         time.sleep(proxy.delay)
-                    if action in ("400", "429", "500"):
+                    if action in ("400", "401", "429", "500"):
                         self._reply(int(action), b'{"error": {"message": "injected failure"}}')
+                    elif action == "drop":
+                        self.close_connection = True  # the client sees the connection close unanswered
                     elif action == "hang":
                         time.sleep(proxy.hang_seconds)
                         self._reply(504, b'{"error": {"message": "too late"}}')
                     else:
-                        with proxy.lock:
-                            proxy.forwarded += 1
                         self._forward(body)
+                        with proxy.lock:
+                            proxy.answered += 1
+                            if proxy.answered == proxy.down_after:
+                                threading.Thread(target=proxy.stop, daemon=True).start()
                 finally:
                     with proxy.lock:
                         proxy.in_flight -= 1
@@ -83,13 +98,18 @@ class FaultProxy:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> FaultProxy:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
+        """Stop listening: new connections are refused."""
         self.server.shutdown()
         self.server.server_close()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from polyrag.errors import LLMUnavailable
 from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
@@ -18,14 +19,17 @@ class Echo(Backend):
     name = "echo"
     identity = "echo-1"
 
-    def __init__(self, die_after: int | None = None):
+    def __init__(self, die_after: int | None = None, down_after: int | None = None):
         self.seen: list[str] = []
         self.die_after = die_after
+        self.down_after = down_after
 
     def stream(self, requests):
         for i, request in enumerate(requests):
             if self.die_after is not None and len(self.seen) >= self.die_after:
                 raise KeyboardInterrupt("job killed")
+            if self.down_after is not None and len(self.seen) >= self.down_after:
+                raise LLMUnavailable("connection refused")
             self.seen.append(request.messages[0]["content"])
             text = None if "fail" in request.messages[0]["content"] else request.messages[0]["content"].upper()
             yield i, Response(text=text, error=None if text else "boom", tokens=7 if text else None)
@@ -69,3 +73,35 @@ def test_a_killed_job_keeps_what_returned(tmp_path):
     backend = Echo()
     LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
     assert backend.seen == ["d", "e", "f"]
+
+
+def test_an_outage_fails_after_caching_what_arrived(tmp_path):
+    requests = [chat(t) for t in "abcdef"]
+    with pytest.raises(LLMUnavailable, match=r"^outage test: connection refused; 2 of 6 new responses arrived"):
+        LLM(Echo(down_after=2), ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="outage test")
+    backend = Echo()
+    out = LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert backend.seen == ["c", "d", "e", "f"] and [r.text for r in out] == list("ABCDEF")
+
+
+def test_identical_requests_in_a_batch_are_sent_once(tmp_path):
+    texts = ["a", "b", "a", "fail c", "a", "b", "fail c"]
+    requests = [chat(t) for t in texts] + [chat("a", seed=5)]  # another seed is another request
+    backend = Echo()
+    out = LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert backend.seen == ["a", "b", "fail c", "a"]  # 4 distinct cache keys among 8 requests
+    assert [r.text for r in out] == ["A", "B", "A", None, "A", "B", None, "A"]
+    assert out[3].error == out[6].error == "boom"  # a rejected request's error reaches every asker
+    again = Echo()
+    LLM(again).generate(requests)  # without a cache too
+    assert again.seen == ["a", "b", "fail c", "a"]
+
+
+def test_a_backend_outside_the_cache_answers_every_request():
+    """The mock systems answer from each request's question record, which the key leaves out."""
+    class Contextual(Echo):
+        cacheable = False
+
+    backend = Contextual()
+    LLM(backend).generate([chat("a"), chat("a")])
+    assert backend.seen == ["a", "a"]

@@ -2,6 +2,7 @@
 
 The score is the last ``[[n]]`` (n in 1-5) in the output; an output without one is asked again
 up to ``max_attempts`` and then left null, never 0. Answer overlap needs a reference answer.
+A scorer that cannot be reached fails the job (``LLMUnavailable``) instead of leaving nulls.
 """
 
 from __future__ import annotations

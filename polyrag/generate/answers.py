@@ -68,7 +68,9 @@ def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] 
 
 
 def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dict[str, str] | None = None) -> list[dict]:
-    """One answer row per question; fails when too many LLM calls failed after their retries."""
+    """One answer row per question. A request the model rejected (e.g. a prompt longer than its
+    context) is a row with ``error`` set, and the job fails when more than
+    ``max_failure_fraction`` were; a model that cannot be reached raises ``LLMUnavailable``."""
     requests = build_requests(records, settings, foreign)
     responses = llm.generate(requests, desc=f"answers ({llm.backend.identity})")
     parse = parse_sectioned if ANSWER_FORMAT[settings["prompt"]] == "sections" else parse_plain
@@ -91,13 +93,13 @@ def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dic
             "error": f"parse: {parsed.error}" if parsed.error else None,
         })
     unparsed = sum(1 for row in rows if row["error"] and row["error"].startswith("parse:"))
-    log.info("%d answers: %d LLM failures, %d unparseable outputs (kept with an error)", len(rows), failed, unparsed)
+    log.info("%d answers: %d requests rejected, %d unparseable outputs (kept with an error)", len(rows), failed, unparsed)
     allowed = settings["max_failure_fraction"]
     if rows and failed / len(rows) > allowed:
+        first = next(row["error"] for row in rows if row["error"] and row["error"].startswith("llm:"))
         raise TooManyFailures(
-            f"{failed} of {len(rows)} LLM calls failed after retries ({failed / len(rows):.1%} > "
-            f"generation.max_failure_fraction {allowed:.1%}); every successful response is cached, "
-            "so a rerun resumes where this one stopped"
+            f"the model rejected {failed} of {len(rows)} requests ({failed / len(rows):.1%} > "
+            f"generation.max_failure_fraction {allowed:.1%}), e.g. {first}"
         )
     return rows
 

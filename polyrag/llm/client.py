@@ -64,7 +64,7 @@ class LLM:
                         bar.update(1)
             except LLMUnavailable as error:
                 raise LLMUnavailable(
-                    f"{desc}: {error}. {received} of {len(todo)} new responses arrived and are cached; "
+                    f"{desc}: {error}; {received} of {len(todo)} new responses arrived and are cached; "
                     "rerun the job once the model is reachable: it resumes where this one stopped"
                 ) from error
         missing = [i for i, r in enumerate(responses) if r is None]

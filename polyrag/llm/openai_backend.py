@@ -3,11 +3,18 @@
 Requests run on an asyncio loop in a worker thread with at most ``concurrency`` in flight;
 429, 5xx, timeouts and dropped connections are retried with exponential backoff; each
 response is handed back to the caller (who caches it) the moment it arrives.
+
+When a request still cannot reach the model after its retries (or the endpoint refuses the key
+or the model name), no new request is started, those in flight finish and are handed back, and
+the stream raises ``LLMUnavailable``: an outage fails the job instead of becoming answers.
+A request the endpoint rejects on its own merits (400, 422: e.g. a prompt longer than the
+context) is a ``Response`` with ``error`` set, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import random
@@ -16,19 +23,26 @@ from collections.abc import Iterator, Sequence
 
 import openai
 
-from polyrag.errors import BackendUnavailable
+from polyrag.errors import BackendUnavailable, LLMUnavailable
 from polyrag.llm.base import Backend
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
 
 # Errors worth another try: the server is busy or the network hiccuped.
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+# Errors that say nothing about the request itself: the endpoint refuses this client or model.
+REFUSED = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 def is_retryable(error: Exception) -> bool:
     if isinstance(error, RETRYABLE):
         return True
     return isinstance(error, openai.APIStatusError) and error.status_code >= 500
+
+
+def is_unavailable(error: Exception) -> bool:
+    """Whether the model could not answer at all (as opposed to rejecting this one request)."""
+    return is_retryable(error) or isinstance(error, REFUSED)
 
 
 def retry_after_seconds(error: Exception) -> float | None:
@@ -99,32 +113,47 @@ class OpenAIBackend(Backend):
         out = await client.completions.create(prompt=prompt, **common)
         return Response(text=out.choices[0].text, tokens=usage_tokens(out))
 
-    async def _one(self, client, semaphore, rng, request: Request) -> Response:
+    async def _one(self, client, semaphore, rng, request: Request, outage: list[str], stop: asyncio.Event) -> Response | None:
+        """The response, or None when the model is unavailable (``outage`` then says why)."""
         attempt = 0
         while True:
             async with semaphore:
+                if stop.is_set():
+                    return None
                 try:
                     return await self._call(client, request)
                 except Exception as error:  # noqa: BLE001 - classified below
-                    if not is_retryable(error) or attempt >= self.max_retries:
-                        kind = type(error).__name__
-                        return Response(text=None, error=f"{kind} after {attempt + 1} attempt(s): {error}")
                     failure = error
+                    description = f"{type(error).__name__} after {attempt + 1} attempt(s): {error}"
+                    if not is_unavailable(error):
+                        return Response(text=None, error=description)
+                    if not is_retryable(error) or attempt >= self.max_retries:
+                        outage.append(description)
+                        stop.set()
+                        return None
             delay = retry_after_seconds(failure)
             if delay is None:
                 delay = min(self.backoff_max, self.backoff_initial * 2**attempt) * (0.5 + rng.random())
             attempt += 1
-            await asyncio.sleep(delay)
+            with contextlib.suppress(asyncio.TimeoutError):  # wakes early when another request gave up
+                await asyncio.wait_for(stop.wait(), delay)
 
     async def _run(self, requests: Sequence[Request], out: queue.Queue) -> None:
         semaphore = asyncio.Semaphore(self.concurrency)
         rng = random.Random(0)  # jitter only; does not affect outputs
+        outage: list[str] = []
+        stop = asyncio.Event()  # set by the first request that finds the model unavailable
         async with openai.AsyncOpenAI(**self._client_kwargs) as client:
 
             async def task(i: int, request: Request) -> None:
-                out.put((i, await self._one(client, semaphore, rng, request)))
+                response = await self._one(client, semaphore, rng, request, outage, stop)
+                if response is not None:
+                    out.put((i, response))
 
             await asyncio.gather(*(task(i, r) for i, r in enumerate(requests)))
+        if outage:
+            endpoint = self._client_kwargs["base_url"] or "the OpenAI API"
+            raise LLMUnavailable(f"model {self.model!r} at {endpoint} is unavailable: {outage[0]}")
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         out: queue.Queue = queue.Queue()

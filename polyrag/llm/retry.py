@@ -30,7 +30,10 @@ def ask_until_parsed(
     desc: str = "LLM requests",
 ) -> list[Parsed]:
     """Send every prompt; those whose output ``parse`` cannot read (None) are asked again, with a
-    new seed per attempt so that a retry is a new sample rather than the same cached output."""
+    new seed per attempt so that a retry is a new sample rather than the same cached output.
+
+    Only an answer (or a request the model rejected) can end up unread: when the model cannot be
+    reached, ``llm.generate`` raises ``LLMUnavailable`` and so does this function."""
     results = [Parsed(None, None, 0, 0) for _ in prompts]
     for attempt in range(max_attempts):
         todo = [i for i, r in enumerate(results) if r.value is None]

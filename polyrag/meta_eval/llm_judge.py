@@ -5,6 +5,7 @@ Prompts (``polyrag/prompts/meta_eval/``): ``zero_shot``, ``cot`` (chain of thoug
 (``include_question: false`` reproduces them) and passages go in as written, never HTML-escaped.
 The label is read from the last ``<answer>`` tag; an output without one is asked again, up to
 ``max_attempts``, then the prediction is null (summaries count it wrong, and also excluded).
+A judge that cannot be reached fails the job (``LLMUnavailable``); it never becomes a null prediction.
 Relevance uses one zero-shot prompt (``Relevant`` / ``Unrelated``).
 """
 
