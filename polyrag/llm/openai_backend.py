@@ -113,7 +113,8 @@ class OpenAIBackend(Backend):
         out = await client.completions.create(prompt=prompt, **common)
         return Response(text=out.choices[0].text, tokens=usage_tokens(out))
 
-    async def _one(self, client, semaphore, rng, request: Request, outage: list[str], stop: asyncio.Event) -> Response | None:
+    async def _one(self, client, semaphore, rng, request: Request, outage: list[str],
+                   stop: asyncio.Event) -> Response | None:
         """The response, or None when the model is unavailable (``outage`` then says why)."""
         attempt = 0
         while True:
