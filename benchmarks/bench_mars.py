@@ -28,7 +28,7 @@ import pandas as pd
 from polyrag.llm import open_llm
 from polyrag.llm.types import Request
 from polyrag.mars.gold import gold_items
-from polyrag.mars.judges import train_judge
+from polyrag.mars.judges import early_stopping_split, train_judge
 from polyrag.mars.labels import LABEL_COLUMNS
 from polyrag.mars.negatives import with_negatives
 from polyrag.mars.ppi import ppi_score
@@ -68,8 +68,8 @@ def synthetic_questions(gold: pd.DataFrame, questions: int) -> list[dict]:
 
 def judge_training(gold: pd.DataFrame, examples: int) -> list[dict]:
     pool = gold[gold["role"] == "pool"]
-    train = with_negatives(pool.head(examples // 4), rng_for(0, "bench", "train"))
-    validation = with_negatives(gold[gold["role"] == "reference"], rng_for(0, "bench", "validation"))
+    synthetic, _ = with_negatives(pool.head(examples // 4), rng_for(0, "bench", "train"))
+    train, validation = early_stopping_split(synthetic, seed=0)  # as the workflow's judges
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         for metric in ("cr", "ar", "af", "lc"):

@@ -1,11 +1,11 @@
 # MARS judges: one binary classifier per metric, trained on every pair's synthetic data and
-# early-stopped on the reference set (a GPU job for fine-tuned encoders).
+# early-stopped on held-out synthetic questions, never on the reference set that PPI corrects
+# with (a GPU job for fine-tuned encoders).
 
 
 rule mars_judge:
     input:
         synthetic=expand("results/mars/synthetic/{pair}.parquet", pair=MARS_PAIRS),
-        reference="results/mars/reference.parquet",
     output:
         judge="results/mars/judges/{metric}/judge.json",
         history="results/mars/judges/{metric}/history.csv",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import norm
+from scipy.stats import kendalltau, norm
 
 from polyrag.errors import DataError
 from polyrag.features.embedding import EmbeddingStore
@@ -14,12 +14,12 @@ from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
 from polyrag.mars.gold import gold_items, wrong_language
-from polyrag.mars.judges import labelled, load_judge, train_judge
+from polyrag.mars.judges import early_stopping_split, labelled, load_judge, train_judge
 from polyrag.mars.labels import LABEL_COLUMNS, pair_of_language_key, parse_label
-from polyrag.mars.mock_systems import meta_evaluate
+from polyrag.mars.mock_systems import meta_evaluate, mock_items
 from polyrag.mars.negatives import corrupted, label_counts, with_negatives
 from polyrag.mars.ppi import ppi_score
-from polyrag.mars.reference import reference_from_memerag, reference_from_tsv, require_labels
+from polyrag.mars.reference import reference_from_gold, reference_from_memerag, reference_from_tsv, require_labels
 from polyrag.mars.retrieval_filter import E5Embedder, round_trip_filter
 from polyrag.mars.scores import model_scores, system_items
 from polyrag.mars.synthetic import first_line, few_shot_from_file, generate_synthetic
@@ -43,8 +43,9 @@ def gold_en_de(shared_data):
 def positives(n=6):
     return pd.DataFrame({
         "Query": [f"question {i}?" for i in range(n)], "Document": [f"passage {i}." for i in range(n)],
-        "Answer": [f"answer {i}" for i in range(n)], "Wrong_Language_Answer": [f"Antwort {i}" for i in range(n)],
-        "doc_lang": "en", "qa_lang": "en",
+        "Answer": [f"the answer is number {i} in this list" for i in range(n)],
+        "Wrong_Language_Answer": [f"die Antwort ist die Nummer {i} in dieser Liste" for i in range(n)],
+        "doc_lang": "en", "qa_lang": "en", "wrong_lang": "de",
     })
 
 
@@ -60,7 +61,8 @@ def test_language_pairs_put_the_passage_language_first():
 
 def test_negatives_are_balanced_and_built_as_mars_builds_them():
     base = positives(7)
-    table = with_negatives(base, rng_for(1, "test"))
+    table, dropped = with_negatives(base, rng_for(1, "test"))
+    assert dropped == {"empty": 0, "same_as_positive": 0, "not_detected_as_wrong_language": 0}
     counts = label_counts(table)
     assert counts == {m: {"positive": 7, "negative": 7} for m in ("cr", "ar", "af", "lc")}
     cr = table[table["kind"] == "cr_negative"].reset_index(drop=True)
@@ -77,6 +79,47 @@ def test_negatives_are_balanced_and_built_as_mars_builds_them():
     assert ((af["Document"] != base["Document"]) ^ (af["Answer"] != base["Answer"])).all()
     with pytest.raises(DataError, match="fewer than 2 distinct texts"):
         with_negatives(positives(1), rng_for(1, "test"))
+
+
+def test_a_language_consistency_negative_differs_from_the_positive_and_is_in_the_other_language():
+    base = positives(5)
+    base.loc[1, ["Answer", "Wrong_Language_Answer"]] = ["308", "308"]  # parallel answers: the same string
+    base.loc[2, ["Answer", "Wrong_Language_Answer"]] = ["New England Patriots", "New England Patriots."]
+    base.loc[3, "Wrong_Language_Answer"] = "this answer is still written in English"  # language not followed
+    base.loc[4, "Wrong_Language_Answer"] = ""
+    table, dropped = with_negatives(base, rng_for(1, "test"))
+    assert dropped == {"empty": 1, "same_as_positive": 2, "not_detected_as_wrong_language": 1}
+    lc = table[table[LC].notna()]
+    assert lc.loc[lc[LC] == 0, "Answer"].tolist() == [base.loc[0, "Wrong_Language_Answer"]]
+    assert lc.loc[lc[LC] == 1, "Answer"].tolist() == [base.loc[0, "Answer"]]  # LC stays balanced
+    # The other labels of those items are kept: only LC had no valid negative.
+    assert label_counts(table)["cr"] == {"positive": 5, "negative": 5}
+    with pytest.raises(DataError, match="no valid wrong-language answer"):
+        corrupted(base, "lc", rng_for(1, "test"))
+
+
+def test_no_xquad_item_is_labelled_both_language_consistent_and_not(gold_en_de):
+    """Parallel XQuAD answers are often one string in both languages (names, numbers); none of
+    them may become an LC negative of itself, in the reference set or in the mock systems."""
+    import langid
+
+    key = ["Query", "Document", "Answer"]
+    for pair, gold_rows in gold_en_de.items():
+        identical = gold_rows["Answer"].str.strip() == gold_rows["Wrong_Language_Answer"].str.strip()
+        assert identical.mean() > 0.25, pair  # the hole is real: 30% of the en/de questions
+        rows = gold_rows[gold_rows["role"] == "reference"]
+        assert identical[rows.index].sum() > 0, pair  # and the reference questions have such answers
+        reference = reference_from_gold({pair: gold_rows}, seed=3)
+        lc = reference[reference[LC].notna()]
+        assert lc.groupby(key)[LC].nunique().max() == 1, pair
+        assert (lc[LC] == 0).sum() == (lc[LC] == 1).sum() > 0
+        negatives = lc[lc[LC] == 0]
+        wrong_lang = rows["wrong_lang"].iloc[0]
+        assert all(langid.classify(text)[0] == wrong_lang for text in negatives["Answer"]), pair
+        pool, mock_negatives = mock_items(gold_rows, "lc", 100, rng_for(0, pair))
+        assert len(pool) == 100
+        assert not set(map(tuple, pool[key].to_numpy())) & set(map(tuple, mock_negatives[key].to_numpy()))
+        assert all(langid.classify(text)[0] == wrong_lang for text in mock_negatives["Answer"]), pair
 
 
 def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(shared_data, gold_en_de):
@@ -123,9 +166,15 @@ class ScriptedGenerator(Backend):
                 text = " What is it about?" if "rabbit" in document else f" {document[:60]}?\nExample 9:"
             else:
                 language = request.prompt.rstrip().rsplit("Answer (", 1)[-1].rstrip("):")
-                text = f" {document.split()[0]} ({language})"
+                word = document.split()[1]
+                text = {"English": f" The answer is about the {word} and nothing else.",
+                        "German": f" Die Antwort handelt von {word} und sonst nichts."}[language]
+                if "Everest" in document:  # a number: the same in both languages
+                    text = " 8848"
                 if language == "German" and "Pacific" in document:  # ignores the language asked for
                     text = " The Pacific Ocean is the largest and deepest ocean on Earth."
+                if language == "English" and "Bach" in document:  # the "right-language" answer is not
+                    text = " Bach war ein deutscher Komponist des Barock."
             yield i, Response(text=text)
 
 
@@ -144,12 +193,17 @@ def test_synthetic_generation_counts_every_step():
                                       E5Embedder(), seed=1)
     assert stats["documents"] == 5 and stats["questions_unusable"] == 0
     assert stats["questions_usable"] == 5 and stats["filter_kept"] == 4
-    assert stats["wrong_language_answers_in_question_language"] == 1 and stats["positives"] == 3
-    assert stats["labels"]["lc"] == {"positive": 3, "negative": 3}
+    # Bach: the English answer is German, so its item goes; Everest: "8848" has no language and is
+    # kept, but is no LC negative of itself; Pacific: the "German" answer is English.
+    assert stats["answers_not_in_question_language"] == 1 and stats["positives"] == 3
+    assert stats["lc_negatives_dropped"] == {"empty": 0, "same_as_positive": 1, "not_detected_as_wrong_language": 1}
+    assert stats["labels"]["lc"] == {"positive": 1, "negative": 1}
+    assert stats["labels"]["cr"] == {"positive": 3, "negative": 3}
     positive = table[table["kind"] == "positive"]
     assert not positive["Query"].str.contains("\n").any() and not positive["Query"].str.contains("rabbit").any()
-    assert positive["Answer"].str.endswith("(English)").all()
-    assert table.loc[table["kind"] == "lc_negative", "Answer"].str.endswith("(German)").all()
+    assert not positive["Document"].str.contains("Bach").any()
+    assert table.loc[table[LC] == 1, "Answer"].tolist() == ["The answer is about the Amazon and nothing else."]
+    assert table.loc[table[LC] == 0, "Answer"].tolist() == ["Die Antwort handelt von Amazon und sonst nichts."]
     # Two-word questions are unusable: the pair stops with every count.
     with pytest.raises(DataError, match=r"pair en-en: the generator produced 0 usable question-answer pairs "
                                         r"\(at least 2 are needed\): 2 passages asked, 0 LLM failures, 2 unusable"):
@@ -169,36 +223,78 @@ def test_few_shot_file_needs_the_pair(tmp_path):
 
 @pytest.fixture(scope="module")
 def trained_judges(gold_en_de, tmp_path_factory):
-    """Offline judges trained on gold-built XQuAD en/de examples, validated on the reference rows."""
+    """Offline judges trained on gold-built XQuAD en/de examples (pool questions, a held-out share
+    of them choosing the epoch, as the workflow's synthetic data); the reference rows apart."""
     directory = tmp_path_factory.mktemp("judges")
-    train = pd.concat([with_negatives(g[g["role"] == "pool"].head(100), rng_for(5, pair))
-                       for pair, g in gold_en_de.items()], ignore_index=True)
-    reference = pd.concat([with_negatives(g[g["role"] == "reference"], rng_for(6, pair))
+    examples = pd.concat([with_negatives(g[g["role"] == "pool"].head(100), rng_for(5, pair))[0]
+                          for pair, g in gold_en_de.items()], ignore_index=True)
+    train, validation = early_stopping_split(examples, seed=0)
+    reference = pd.concat([with_negatives(g[g["role"] == "reference"], rng_for(6, pair))[0]
                            for pair, g in gold_en_de.items()], ignore_index=True)
     settings = {"backend": "embedding_logreg", "C": 1.0, "max_length": 96}
     store = EmbeddingStore()  # one set of vectors for every judge, as the workflow's scripts share one
-    summaries = {m: train_judge(m, train, reference, settings, directory / m, seed=0, embed=store)
+    summaries = {m: train_judge(m, train, validation, settings, directory / m, seed=0, embed=store)
                  for m in ("cr", "ar", "lc")}
     judges = {m: load_judge(m, directory / m, settings, store) for m in summaries}
     for metric, judge in judges.items():
         reference[f"prediction_{metric}"] = judge.predict_proba(reference)
-    return summaries, judges, reference, directory
+    return summaries, judges, reference, directory, validation
 
 
 def test_offline_judges_learn_and_reload(trained_judges):
-    summaries, judges, reference, directory = trained_judges
+    summaries, judges, reference, directory, validation = trained_judges
     for metric, summary in summaries.items():
-        # Chance is 0.5 (balanced). AR is hard for frozen embeddings: XQuAD answers are short spans
-        # and its negatives are other questions' spans.
-        assert summary["validation_accuracy"] > {"cr": 0.8, "ar": 0.62, "lc": 0.65}[metric], (metric, summary)
-        rows = labelled(reference, metric)
+        # The validation figure is the accuracy on the held-out synthetic rows, recomputed here.
+        rows = labelled(validation, metric)
         predicted = (judges[metric].predict_proba(rows) >= 0.5) == rows[LABEL_COLUMNS[metric]].astype(bool)
+        assert summary["validation_examples"] == len(rows)
         assert predicted.mean() == pytest.approx(summary["validation_accuracy"])
+        # On the reference rows, never seen in training nor selection: above the no-skill baseline
+        # (0.5: the classes are balanced). AR is hard for frozen embeddings: XQuAD answers are short
+        # spans and its negatives are other questions' spans.
+        on_reference = labelled(reference, metric)
+        truth = on_reference[LABEL_COLUMNS[metric]].to_numpy()
+        accuracy = ((on_reference[f"prediction_{metric}"] >= 0.5) == truth).mean()
+        baseline = max(truth.mean(), 1 - truth.mean())
+        assert baseline == 0.5 and accuracy > {"cr": 0.8, "ar": 0.6, "lc": 0.65}[metric], (metric, accuracy)
         assert pd.read_csv(directory / metric / "history.csv")["best"].tolist() == [True]
     with pytest.raises(DataError, match="both classes are needed"):
-        one_class = with_negatives(positives(), rng_for(1, "x"))
+        one_class, _ = with_negatives(positives(), rng_for(1, "x"))
         train_judge("cr", one_class[one_class["kind"] == "positive"], one_class,
                     {"backend": "embedding_logreg", "C": 1.0, "max_length": 96}, directory / "x", 0)
+
+
+def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_reference_set(repo):
+    table, _ = with_negatives(positives(40), rng_for(1, "x"))
+    train, validation = early_stopping_split(table, seed=4)
+    assert not set(train["Query"]) & set(validation["Query"])  # a question and its negatives stay together
+    assert validation["Query"].nunique() == 8 and len(train) + len(validation) == len(table)  # 20% of 40
+    assert validation.groupby("Query").size().eq(4).all()  # positive, CR, AR and LC negative
+    again, _ = early_stopping_split(table, seed=4)
+    other, _ = early_stopping_split(table, seed=5)
+    assert again.equals(train) and not other.equals(train)
+    # The workflow's judge rule reads the synthetic data only.
+    rule = (repo / "rules" / "finetune.smk").read_text()
+    assert "reference" not in rule.split("input:")[1].split("output:")[0]
+
+
+def test_memerag_reference_with_the_mars_meta_evaluation_scorer_is_refused(repo, monkeypatch):
+    import copy
+
+    import yaml
+
+    from polyrag.config import validate_config
+    from polyrag.errors import ConfigError
+
+    monkeypatch.chdir(repo)
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    config["mars"]["metrics"] = ["ar", "af"]
+    config["mars"]["reference"] = {"source": "memerag"}
+    config["meta_eval"]["scorers"] = ["e5-similarity"]
+    validate_config(copy.deepcopy(config), repo / "schemas" / "config.schema.yaml", source="my.yaml")  # fine alone
+    config["meta_eval"]["scorers"] = ["e5-similarity", "mars"]
+    with pytest.raises(ConfigError, match=r"my.yaml: mars.reference.source: memerag with meta_eval.scorers: mars"):
+        validate_config(config, repo / "schemas" / "config.schema.yaml", source="my.yaml")
 
 
 def test_ppi_matches_the_formula_and_passes_alpha():
@@ -234,6 +330,83 @@ def test_ppi_interval_covers_the_true_score_at_the_nominal_rate():
         raw_covered += abs(result["judge_positive_rate"] - true_score) < 0.02
     assert 0.92 <= covered / 400 <= 0.98
     assert raw_covered / 400 < 0.2  # the raw rate (0.66 expected) misses the true 0.6
+
+
+class ColumnJudge:
+    """A simulated judge: its label of an item is the item's ``judge_says`` column."""
+
+    def predict_proba(self, table):
+        return table["judge_says"].to_numpy(dtype=float)
+
+
+def simulated_judge(truth, rng, false_positive, false_negative):
+    flip = np.where(truth == 1, rng.random(len(truth)) < false_negative, rng.random(len(truth)) < false_positive)
+    return np.where(flip, 1 - truth, truth)
+
+
+def simulated_reference(rng, lang, n, true_score, false_positive, false_negative):
+    Y = (rng.random(n) < true_score).astype(float)
+    return pd.DataFrame({AR: Y, "prediction_ar": simulated_judge(Y, rng, false_positive, false_negative),
+                         "doc_lang": lang, "qa_lang": lang})
+
+
+def simulated_answers(rng, n, true_score, false_positive, false_negative, answered=None):
+    truth = (rng.random(n) < true_score).astype(float)
+    answered = np.ones(n, dtype=bool) if answered is None else answered
+    return pd.DataFrame({"Answer": np.where(answered, "an answer", None),
+                         "judge_says": simulated_judge(truth, rng, false_positive, false_negative)})
+
+
+def coverage(scores_of_run, truth, runs, seed):
+    """Share of ``runs`` simulated 95% intervals of the ``all`` row holding ``truth``."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(runs):
+        row = scores_of_run(rng)
+        hits += row["ci_low"] <= truth <= row["ci_high"]
+    return hits / runs
+
+
+PLAIN_PPI = {"alpha": 0.05, "power_tuning": False}
+RUNS = 800  # binomial SE of a 0.95 coverage: 0.0077; the band below is 3 SE wide each side
+
+
+def test_pooled_score_covers_the_truth_when_language_pairs_differ():
+    """A system answers 2,000 en and 500 de questions (true scores 0.8 and 0.4); its judge is
+    generous on en, stingy on de; the reference set also holds hi rows, a pair the system was never
+    scored on, with a judge far more generous there. The pooled truth is 0.72."""
+    scored = {"en": (2000, 0.8, 0.4, 0.05), "de": (500, 0.4, 0.0, 0.4)}  # answers, score, judge's FP, FN rate
+    truth = (2000 * 0.8 + 500 * 0.4) / 2500
+
+    def pooled_row(rng):
+        reference = pd.concat([simulated_reference(rng, lang, 150, score, fp, fn)
+                               for lang, (_, score, fp, fn) in scored.items()]
+                              + [simulated_reference(rng, "hi", 150, 0.5, 0.8, 0.0)], ignore_index=True)
+        items = {lang: simulated_answers(rng, n, score, fp, fn) for lang, (n, score, fp, fn) in scored.items()}
+        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], PLAIN_PPI)
+        return scores[scores["lang"] == "all"].iloc[0]
+
+    assert 0.927 <= coverage(pooled_row, truth, RUNS, seed=11) <= 0.973
+
+
+def test_unanswered_questions_count_zero_and_are_not_bias_corrected():
+    """600 of 1,000 questions answered, 70% of those well; a generous judge (half the bad answers
+    called good) measured on reference rows like the answers. The truth is 0.6 x 0.7 = 0.42."""
+    answered = np.arange(1000) < 600
+
+    def row(rng):
+        reference = simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0)
+        items = {"en": simulated_answers(rng, 1000, 0.7, 0.5, 0.0, answered)}
+        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], PLAIN_PPI)
+        return scores[scores["lang"] == "en"].iloc[0]
+
+    assert 0.927 <= coverage(row, 0.42, RUNS, seed=12) <= 0.973
+    # No answer at all: the score is 0 exactly, whatever the judge's bias.
+    rng = np.random.default_rng(0)
+    none = {"en": simulated_answers(rng, 50, 0.7, 0.5, 0.0, np.zeros(50, dtype=bool))}
+    scores = model_scores(none, simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0), {"ar": ColumnJudge()}, ["ar"],
+                          PLAIN_PPI)
+    assert (scores[["score", "ci_low", "ci_high"]] == 0).all().all()
 
 
 def test_reference_sets_from_memerag_and_tsv(shared_data, tmp_path):
@@ -272,7 +445,7 @@ class OracleAnswerJudge:
 def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
     gold = {"en-en": gold_en_de["en-en"]}
     judge = OracleAnswerJudge(zip(gold["en-en"]["Query"], gold["en-en"]["Answer"]))
-    reference = with_negatives(gold["en-en"][gold["en-en"]["role"] == "reference"], rng_for(1, "r"))
+    reference, _ = with_negatives(gold["en-en"][gold["en-en"]["role"] == "reference"], rng_for(1, "r"))
     reference["prediction_ar"] = judge.predict_proba(reference)
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 100}
     summary, systems = meta_evaluate(gold, {"ar": judge}, reference, ["ar"], settings,
@@ -284,20 +457,30 @@ def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
 
 
 def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
-    _, judges, reference, _ = trained_judges
+    _, judges, reference, _, _ = trained_judges
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 150}
     summary, systems = meta_evaluate({"de-de": gold_en_de["de-de"]}, judges, reference, ["cr", "lc"], settings,
                                      {"alpha": 0.05, "power_tuning": False}, seed=0)
     assert len(summary) == 2 and len(systems) == 10
+    for row in summary.itertuples():
+        mine = systems[systems["metric"] == row.metric]
+        # Plain PPI with one reference set per pair subtracts the judge's bias on it from every
+        # system's raw rate, recomputed here from the reference rows of de-de.
+        ref = labelled(reference[(reference["doc_lang"] == "de") & (reference["qa_lang"] == "de")], row.metric)
+        bias = ((ref[f"prediction_{row.metric}"] >= 0.5) - ref[LABEL_COLUMNS[row.metric]]).mean()
+        assert np.allclose(mine["score_unclipped"], mine["judge_positive_rate"] - bias)
+        assert row.kendall_tau_after_ppi == pytest.approx(kendalltau(mine["true_score"], mine["score"]).statistic)
+        assert row.kendall_tau_after_ppi == pytest.approx(row.kendall_tau_before_ppi)  # a shift keeps the order
+        covered = (mine["ci_low"] <= mine["true_score"]) & (mine["true_score"] <= mine["ci_high"])
+        assert row.ci_coverage == covered.mean()
+    # Five systems 5 points apart on 150 items: the CR judge (about 0.9 accurate) orders them all.
     tau = summary.set_index("metric")["kendall_tau_after_ppi"]
-    # Five systems 5 points apart on 150 items: the CR judge (about 0.9 accurate) orders them; the
-    # weaker LC judge (about 0.7) still orders them better than chance.
-    assert tau["cr"] >= 0.8 and tau["lc"] > 0, summary
-    assert (summary["judge_accuracy"] > 0.65).all() and summary["ci_coverage"].mean() >= 0.6
+    assert tau["cr"] >= 0.8, summary
+    assert (summary["judge_balanced_accuracy"] > 0.65).all()  # no-skill: 0.5
 
 
 def test_system_scores_from_answers(trained_judges):
-    _, judges, reference, _ = trained_judges
+    _, judges, reference, _, _ = trained_judges
     record = {"query_id": "q1", "query": "Where is the Eiffel Tower?",
               "passages": [{"docid": "a#0", "text": "The Eiffel Tower is in Paris."},
                            {"docid": "b#0", "text": "Bananas are yellow."}]}
@@ -309,12 +492,24 @@ def test_system_scores_from_answers(trained_judges):
     scores = model_scores({"en": items}, reference, judges, ["cr", "ar", "lc"], {"alpha": 0.05, "power_tuning": False})
     assert scores["lang"].tolist() == ["en"] * 3 + ["all"] * 3
     assert (scores["n_missing_answers"] == 1).all() and (scores["n_answers"] == 2).all()
-    assert scores.loc[scores["metric"] == "ar", "judge_positive_rate"].iloc[0] <= 0.5  # the missing one is 0
+    # AR: PPI on the one answer, halved (the unanswered question counts 0, uncorrected).
+    ref = labelled(reference[(reference["doc_lang"] == "en") & (reference["qa_lang"] == "en")], "ar")
+    bias = ((ref["prediction_ar"] >= 0.5) - ref[AR]).mean()
+    judged = float(judges["ar"].predict_proba(items.iloc[:1])[0] >= 0.5)
+    ar = scores[(scores["metric"] == "ar") & (scores["lang"] == "en")].iloc[0]
+    assert ar["score_unclipped"] == pytest.approx(0.5 * (judged - bias))
+    assert ar["judge_positive_rate"] == 0.5 * judged
+    # One language: the pooled row is that language's.
+    pooled = scores[scores["lang"] == "all"].reset_index(drop=True)
+    one = scores[scores["lang"] == "en"].reset_index(drop=True)
+    assert np.allclose(pooled[["score_unclipped", "ci_low", "ci_high"]], one[["score_unclipped", "ci_low", "ci_high"]])
 
 
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     """The transformers backend of train_judge/load_judge on a tiny random model: the question is
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""
+    from polyrag.mars.finetune import load_transformers_judge
+
     from .tiny_models import sequence_classifier
 
     base = sequence_classifier(tmp_path / "base", {0: "no", 1: "yes"})
@@ -331,14 +526,16 @@ def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     assert summary["backend"] == "transformers" and 1 <= summary["epochs_run"] <= 2
     assert (tmp_path / "cr" / "model.safetensors").exists()
     probabilities = load_judge("cr", tmp_path / "cr", settings).predict_proba(rows)
-    assert probabilities.shape == (8,) and ((0 <= probabilities) & (probabilities <= 1)).all()
+    # The judge interface hands the classifier (question, passage) pairs, nothing else.
+    pairs = list(zip(rows["Query"], rows["Document"]))
+    assert np.allclose(probabilities, load_transformers_judge(tmp_path / "cr", settings).predict_proba(pairs))
     assert probabilities[0] != probabilities[1]  # the passage reaches the model
 
 
 def test_reference_rows_never_ask_an_evaluated_question():
     from polyrag.mars.reference import without_evaluated_questions
 
-    table = with_negatives(positives(4), rng_for(0, "r"))
+    table, _ = with_negatives(positives(4), rng_for(0, "r"))
     kept = without_evaluated_questions(table, {"question 1?", "question 3?"}, "test")
     assert set(kept["Query"]) == {"question 0?", "question 2?"} and len(kept) == len(table) // 2
 

@@ -84,3 +84,36 @@ def test_bad_mock_settings():
         MockBackend("m", 1.2)
     with pytest.raises(ValueError, match="corruptions"):
         MockBackend("m", 0.1, corruptions=["typo"])
+
+
+MIRAGE_BENCH_LANGUAGES = "ar bn de en es fa fi fr hi id ja ko ru sw te th yo zh".split()
+XQUAD_LANGUAGES = "ar de el en es hi ro ru th tr vi zh".split()
+
+
+@pytest.mark.parametrize("language", sorted(set(MIRAGE_BENCH_LANGUAGES) | set(XQUAD_LANGUAGES)))
+def test_refusals_are_in_the_question_language(language):
+    from polyrag.features.language import language_probabilities
+    from polyrag.generate.prompts import refusal
+
+    text = refusal(language)
+    assert text, f"no refusal for {language}"
+    # langid where it knows the language, lingua for Yoruba (the project's detector either way).
+    probabilities = language_probabilities(text, language)
+    assert max(probabilities, key=probabilities.get) == language, (text, sorted(probabilities.items(),
+                                                                                key=lambda kv: -kv[1])[:3])
+    if language != "en":
+        assert text != refusal("en")
+
+
+def test_a_language_without_a_refusal_is_an_error_not_english():
+    from polyrag.config import check_mock_refusals
+    from polyrag.errors import ConfigError, DataError
+
+    passages = [{"docid": "d0#0", "title": "", "text": "Fakt."}]
+    records = [{"query_id": "1", "query": "q?", "passages": passages, "relevant_docids": ["d0#0"],
+                "reference_answer": "Fakt [d0#0].", "language": "xx"}]
+    with pytest.raises(DataError, match="no refusal in language 'xx'"):
+        answer_all(MockBackend("m", 1.0, corruptions=["refusal"]), records, None)
+    with pytest.raises(ConfigError, match=r"my.yaml: models.m: a mock system's refusal has no translation in \['xx'\]"):
+        check_mock_refusals("m", ["en", "xx-en"], "my.yaml")
+    check_mock_refusals("m", MIRAGE_BENCH_LANGUAGES + XQUAD_LANGUAGES, "my.yaml")

@@ -48,6 +48,7 @@ def answer_messages(style: str, record: dict) -> list[dict[str, str]]:
     raise ValueError(f"unknown prompt style {style!r}")
 
 
-def refusal(language: str) -> str:
-    table = load_strings("mock_refusal.yaml")
-    return table.get(language, table["default"])
+def refusal(language: str) -> str | None:
+    """A mock system's refusal in ``language`` (None where ``mock_refusal.yaml`` has none: the mock
+    backend stops if it needs it, config validation before any job)."""
+    return load_strings("mock_refusal.yaml").get(language)

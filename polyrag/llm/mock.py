@@ -7,7 +7,9 @@ rounding. Corrupted answers cycle through the configured corruption kinds:
 - ``wrong_language``: the answer to some question in another language;
 - ``non_relevant_citation``: the correct answer, citing a non-relevant passage;
 - ``non_relevant_answer``: the first sentence of a non-relevant passage, citing it;
-- ``refusal``: a refusal in the question's language, without citations.
+- ``refusal``: a refusal in the question's language (``prompts/mock_refusal.yaml``; a language
+  missing there is an error, never an English fallback), without citations. It is also the
+  answer of the other corruptions for a question whose passages are all relevant.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from polyrag.errors import DataError
 from polyrag.llm.base import Backend
 from polyrag.seeds import rng_for
 from polyrag.llm.types import Request, Response
@@ -69,6 +72,9 @@ class MockBackend(Backend):
         if kind == "wrong_language" and ctx.get("foreign_answer"):
             return "", ctx["foreign_answer"]
         if kind == "refusal" or not non_relevant:
+            if not ctx.get("refusal"):
+                raise DataError(f"mock model {self.identity!r}: no refusal in language {ctx.get('language')!r} "
+                                "in polyrag/prompts/mock_refusal.yaml; add one")
             return "", ctx["refusal"]
         passage = non_relevant[int(rng.integers(len(non_relevant)))]
         if kind == "non_relevant_citation":

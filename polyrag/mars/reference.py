@@ -60,7 +60,10 @@ def reference_from_gold(gold_by_pair: dict[str, pd.DataFrame], seed: int) -> pd.
         if len(rows) < 2:
             raise DataError(f"XQuAD pair {pair}: {len(rows)} reference questions left after the exclusions")
         pool = gold.loc[gold["role"] != "few_shot", "Document"].unique().tolist()
-        parts.append(with_negatives(rows, rng_for(seed, "mars", "reference", pair), passage_pool=pool))
+        table, dropped = with_negatives(rows, rng_for(seed, "mars", "reference", pair), passage_pool=pool)
+        log.info("XQuAD pair %s: %d reference questions; LC negatives dropped (and their positives' LC labels): %s",
+                 pair, len(rows), dropped)
+        parts.append(table)
     return pd.concat(parts, ignore_index=True)
 
 

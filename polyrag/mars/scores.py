@@ -2,8 +2,15 @@
 
 Each answer becomes a (Query, Document, Answer) item: the passages it cites (all its passages
 when it cites none), and the answer with its citations removed. A question without a parsed
-answer is labelled 0 by the answer-based judges (AR, AF, LC): no answer is neither relevant,
-faithful nor in the right language. Such questions are counted in ``n_missing_answers``.
+answer scores 0 on the answer-based metrics (AR, AF, LC): no answer is neither relevant,
+faithful nor in the right language. It is not judged: PPI corrects the judge's labels of the
+answered items (the reference set holds no unanswered item to measure a bias on), and the
+estimate and its interval are scaled by the share answered. Such questions are counted in
+``n_missing_answers``.
+
+The pooled ``all`` row is stratified PPI over the system's own language keys, each corrected with
+its own pair's reference rows and weighted by its share of the system's questions; per-key
+estimates are independent (disjoint answers and reference rows), so their variances add.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import pandas as pd
 from polyrag.generate.parsing import strip_citations
 from polyrag.mars.judges import binary
 from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS, pair_of_language_key, split_pair
-from polyrag.mars.ppi import ppi_score
+from polyrag.mars.ppi import Estimate, interval_columns, pooled, ppi_estimate, scaled
 
 ANSWER_BASED = {metric for metric, inputs in JUDGE_INPUTS.items() if "Answer" in inputs}
 
@@ -33,16 +40,15 @@ def system_items(records: list[dict], answers: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def judge_labels(items: pd.DataFrame, judges: dict, metrics: list[str]) -> dict[str, np.ndarray]:
-    """0/1 labels per metric (judge probability >= 0.5); a missing answer is 0 for answer-based metrics."""
+def judge_labels(items: pd.DataFrame, judges: dict, metrics: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric, the judge's 0/1 labels of the items it can read and which items those are: the
+    answer-based judges read only answered items."""
     labels = {}
     has_answer = items["Answer"].notna().to_numpy()
     for metric in metrics:
-        out = np.zeros(len(items))
         usable = has_answer if metric in ANSWER_BASED else np.ones(len(items), dtype=bool)
-        if usable.any():
-            out[usable] = binary(judges[metric].predict_proba(items[usable]))
-        labels[metric] = out
+        judged = binary(judges[metric].predict_proba(items[usable])) if usable.any() else np.zeros(0)
+        labels[metric] = (judged, usable)
     return labels
 
 
@@ -55,32 +61,49 @@ def reference_for(reference: pd.DataFrame, pair: str, metric: str) -> tuple[pd.D
     return (own, "pair") if len(own) else (labelled, "all pairs")
 
 
+def stratum_estimate(reference: pd.DataFrame, metric: str, judged: np.ndarray, usable: np.ndarray,
+                     ppi_settings: dict) -> Estimate:
+    """PPI over the items the judge read, as a share of all items: an unanswered question is not
+    judged (the reference set has no such item to correct its label with) and counts 0."""
+    Y = reference[LABEL_COLUMNS[metric]].to_numpy(dtype=float)
+    Yhat = binary(reference[f"prediction_{metric}"])
+    # With no item judged the score is 0 exactly: any stand-in works, the scaling by 0 removes it.
+    observed = judged if len(judged) else np.zeros(1)
+    estimate = ppi_estimate(Y, Yhat, observed, alpha=ppi_settings["alpha"], power_tuning=ppi_settings["power_tuning"])
+    return scaled(estimate, float(usable.mean()), len(usable))
+
+
 def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame, judges: dict, metrics: list[str],
                  ppi_settings: dict) -> pd.DataFrame:
-    """Rows per (language key, metric), then ``all`` (every answer, the whole reference set).
+    """Rows per (language key, metric), then ``all``: the pooled score over the system's own
+    language keys, each weighted by its share of the system's questions (stratified PPI: every
+    key is corrected with its own reference rows only).
 
     ``reference`` carries the judges' probabilities in ``prediction_{metric}`` columns.
     """
+    reference = reference.reset_index(drop=True)
     rows = []
-    pooled: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
+    strata: dict[str, list[tuple[Estimate, pd.Index]]] = {m: [] for m in metrics}
     missing = {lang: int(items["Answer"].isna().sum()) for lang, items in items_by_lang.items()}
     for lang, items in items_by_lang.items():
         labels = judge_labels(items, judges, metrics)
         pair = pair_of_language_key(lang)
         for metric in metrics:
-            pooled[metric].append(labels[metric])
             ref, scope = reference_for(reference, pair, metric)
-            rows.append(score_row(lang, metric, ref, labels[metric], scope, ppi_settings, missing[lang]))
+            estimate = stratum_estimate(ref, metric, *labels[metric], ppi_settings)
+            strata[metric].append((estimate, ref.index))
+            rows.append(score_row(lang, metric, estimate, scope, ppi_settings["alpha"], missing[lang]))
     for metric in metrics:
-        ref = reference[reference[LABEL_COLUMNS[metric]].notna()]
-        rows.append(score_row("all", metric, ref, np.concatenate(pooled[metric]), "all pairs", ppi_settings,
-                              sum(missing.values())))
+        estimates, indexes = zip(*strata[metric])
+        sizes = np.array([e.n_answers for e in estimates], dtype=float)
+        used = indexes[0].append(list(indexes[1:])) if len(indexes) > 1 else indexes[0]
+        independent = not used.has_duplicates  # no reference row serves two strata
+        estimate = pooled(estimates, sizes / sizes.sum(), independent, n_reference=used.nunique())
+        scope = "pairs scored" if independent else "pairs scored, shared reference rows (conservative interval)"
+        rows.append(score_row("all", metric, estimate, scope, ppi_settings["alpha"], sum(missing.values())))
     return pd.DataFrame(rows)
 
 
-def score_row(lang: str, metric: str, reference: pd.DataFrame, labels: np.ndarray, scope: str, ppi_settings: dict,
-              missing: int) -> dict:
-    Y = reference[LABEL_COLUMNS[metric]].to_numpy(dtype=float)
-    Yhat = binary(reference[f"prediction_{metric}"])
-    result = ppi_score(Y, Yhat, labels, alpha=ppi_settings["alpha"], power_tuning=ppi_settings["power_tuning"])
-    return {"lang": lang, "metric": metric, **result, "n_missing_answers": missing, "reference_scope": scope}
+def score_row(lang: str, metric: str, estimate: Estimate, scope: str, alpha: float, missing: int) -> dict:
+    return {"lang": lang, "metric": metric, **interval_columns(estimate, alpha), "n_missing_answers": missing,
+            "reference_scope": scope}

@@ -6,9 +6,11 @@
 3. Keep a question only if it is usable (at least 3 words, not a duplicate) and passes the
    round-trip filter (its passage is retrieved at rank 1 among all corpus passages).
 4. Answer each kept question in its language and, for language-consistency negatives, in the
-   wrong language (``prompts/mars/answer.j2``); an item whose wrong-language answer is detectably
-   in the question's language is left out (it would be a mislabelled negative).
-5. Add negatives as MARS builds them (``negatives.with_negatives``).
+   wrong language (``prompts/mars/answer.j2``); an item whose answer the language detector puts
+   in another language than the question's is left out (small generators often ignore the
+   language asked for; its LC=1 label would be wrong).
+5. Add negatives as MARS builds them (``negatives.with_negatives``); a wrong-language answer equal
+   to the answer or not detected as the wrong language gives no LC negative (counted).
 
 Every count along the way is returned, so a pair that yields little is reported, not hidden.
 """
@@ -20,13 +22,12 @@ import logging
 import pandas as pd
 
 from polyrag.errors import DataError
-from polyrag.features.language import language_features
 from polyrag.generate.prompts import language_name
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.mars.gold import wrong_language
 from polyrag.mars.labels import parse_label, split_pair
-from polyrag.mars.negatives import label_counts, with_negatives
+from polyrag.mars.negatives import detected_language, label_counts, with_negatives
 from polyrag.mars.retrieval_filter import round_trip_filter
 from polyrag.prompts import render
 from polyrag.seeds import rng_for
@@ -52,11 +53,6 @@ def first_line(text: str | None, label: str) -> str:
         if line:
             return line
     return ""
-
-
-def in_language(text: str, language: str) -> bool:
-    """Detected (langid, long enough to tell) as ``language``; short answers count as not."""
-    return language_features(text, language)["correct_language"] == 1.0
 
 
 def few_shot_from_gold(gold: pd.DataFrame, count: int, pair: str) -> tuple[list[dict], list[dict]]:
@@ -160,15 +156,16 @@ def generate_synthetic(llm: LLM, entry: dict, pair: str, corpus: list[str], exam
     right, wrong = answers(question_lang, positive_examples), answers(other_lang, wrong_examples)
     positives = pd.DataFrame({
         "Query": questions, "Document": [corpus[s] for s in sources], "Answer": right,
-        "Wrong_Language_Answer": wrong, "doc_lang": passage_lang, "qa_lang": question_lang,
+        "Wrong_Language_Answer": wrong, "doc_lang": passage_lang, "qa_lang": question_lang, "wrong_lang": other_lang,
     })
-    empty = (positives["Answer"] == "") | (positives["Wrong_Language_Answer"] == "")
+    empty = positives["Answer"] == ""
     stats["answers_empty"] = int(empty.sum())
-    # A "wrong-language" answer that is detectably in the question's language would be a mislabelled
-    # LC negative (small generators often ignore the requested language): its item is left out.
-    same = positives["Wrong_Language_Answer"].map(lambda a: in_language(a, question_lang))
-    stats["wrong_language_answers_in_question_language"] = int((same & ~empty).sum())
-    positives = positives[~empty & ~same].reset_index(drop=True)
+    # An answer detected in another language would be labelled LC=1 wrongly; one without letters
+    # (a number) has no language and is kept.
+    detected = positives["Answer"].map(lambda a: detected_language(a, question_lang) if a else None)
+    off_language = ~empty & detected.notna() & (detected != question_lang)
+    stats["answers_not_in_question_language"] = int(off_language.sum())
+    positives = positives[~empty & ~off_language].reset_index(drop=True)
     stats["positives"] = len(positives)
     if len(positives) < 2:
         raise DataError(
@@ -176,9 +173,9 @@ def generate_synthetic(llm: LLM, entry: dict, pair: str, corpus: list[str], exam
             f"are needed): {stats['documents']} passages asked, {stats['llm_failures']} LLM failures, "
             f"{stats['questions_unusable']} unusable questions, {stats['questions_usable'] - stats['filter_kept']} "
             f"not retrieved at rank 1, {stats['answers_empty']} empty answers, "
-            f"{stats['wrong_language_answers_in_question_language']} wrong-language answers in the question's language"
+            f"{stats['answers_not_in_question_language']} answers not in the question's language"
         )
-    table = with_negatives(positives, rng, passage_pool=corpus)
+    table, stats["lc_negatives_dropped"] = with_negatives(positives, rng, passage_pool=corpus)
     stats["rows"] = len(table)
     stats["labels"] = label_counts(table)
     log.info("pair %s: %s", pair, {k: v for k, v in stats.items() if k != "labels"})
