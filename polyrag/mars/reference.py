@@ -1,4 +1,5 @@
-"""The human reference set that PPI rectifies the judges with (and that judges early-stop on).
+"""The human reference set that PPI rectifies the judges with (PPI's labelled data only: the
+judges choose their epoch on held-out synthetic questions, ``judges.early_stopping_split``).
 
 Sources:
 - ``gold``: XQuAD triples with MARS negatives (labels known by construction, a stand-in for
