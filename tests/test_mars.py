@@ -127,6 +127,11 @@ def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(shar
     assert len(en) == len(de) == len(cross)
     assert (en["role"] == "few_shot").sum() == 2
     assert en.set_index("id")["role"].equals(de.set_index("id")["role"])  # translations share a role
+    # Few-shot examples show a wrong-language answer that is another string, not a copied name.
+    from polyrag.features.bergen import normalize
+
+    few = en[en["role"] == "few_shot"]
+    assert (few["Answer"].map(normalize) != few["Wrong_Language_Answer"].map(normalize)).all()
     roles_per_paragraph = en.groupby("paragraph")["role"].nunique()
     assert (roles_per_paragraph == 1).all()
     assert 30 <= (en["role"] == "reference").sum() < 30 + 10  # ceil(120 / 4) questions, whole paragraphs

@@ -21,6 +21,7 @@ import pandas as pd
 
 from polyrag.data.xquad import read_squad, xquad_file
 from polyrag.errors import DataError
+from polyrag.features.bergen import normalize
 from polyrag.mars.labels import split_pair
 from polyrag.seeds import rng_for
 
@@ -82,7 +83,12 @@ def gold_items(pair: str, *, second_languages: list[str], directory: str | None,
             passage = articles[passage_lang][a]["paragraphs"][p]["context"]
             qas = paragraph["qas"]
             if roles[(a, p)] == "few_shot":  # one example per paragraph, the rest of it unused
-                qas = [qa for qa in qas if qa["id"] not in exclude_ids][:1]
+                qas = [qa for qa in qas if qa["id"] not in exclude_ids]
+                # Prefer a question whose parallel answer is another string: one that is the same
+                # (a name, a number) teaches the generator to copy it as the wrong-language answer.
+                # (String equality is symmetric, so both pairs of two languages pick the same one.)
+                qas = sorted(qas, key=lambda qa: normalize(qa["answers"][0]["text"])
+                             == normalize(answers[other_lang].get(qa["id"], "")))[:1]
             for qa in qas:
                 if qa["id"] in exclude_ids:
                     excluded += 1
