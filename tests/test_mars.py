@@ -164,8 +164,12 @@ class ScriptedGenerator(Backend):
     identity = "scripted"
     cacheable = False
 
+    def __init__(self):
+        self.prompts = []
+
     def stream(self, requests):
         for i, request in enumerate(requests):
+            self.prompts.append(request.prompt)
             document = request.prompt.split("Document (English): ")[-1].split("\n")[0]
             if request.prompt.rstrip().endswith("Question (English):"):
                 text = " What is it about?" if "rabbit" in document else f" {document[:60]}?\nExample 9:"
@@ -194,8 +198,8 @@ def test_synthetic_generation_counts_every_step():
     settings = {"documents": 5, "temperature": 0.7, "question_max_tokens": 32, "answer_max_tokens": 32,
                 "second_languages": ["en", "de"]}
     entry = {"backend": "llama_cpp", "response_prefix": "x"}
-    table, stats = generate_synthetic(LLM(ScriptedGenerator()), entry, "en-en", corpus, examples, settings,
-                                      E5Embedder(), seed=1)
+    generator = ScriptedGenerator()
+    table, stats = generate_synthetic(LLM(generator), entry, "en-en", corpus, examples, settings, E5Embedder(), seed=1)
     assert stats["documents"] == 5 and stats["questions_unusable"] == 0
     assert stats["questions_usable"] == 5 and stats["filter_kept"] == 4
     # Bach: the English answer is German, so its item goes; Everest: "8848" has no language and is
@@ -204,6 +208,8 @@ def test_synthetic_generation_counts_every_step():
     assert stats["lc_negatives_dropped"] == {"empty": 0, "same_as_positive": 1, "not_detected_as_wrong_language": 1}
     assert stats["labels"]["lc"] == {"positive": 1, "negative": 1}
     assert stats["labels"]["cr"] == {"positive": 3, "negative": 3}
+    # Wrong-language answers are asked only for the 3 kept questions, not the 4 the filter kept.
+    assert sum(prompt.rstrip().endswith("Answer (German):") for prompt in generator.prompts) == 3
     positive = table[table["kind"] == "positive"]
     assert not positive["Query"].str.contains("\n").any() and not positive["Query"].str.contains("rabbit").any()
     assert not positive["Document"].str.contains("Bach").any()

@@ -145,19 +145,19 @@ def generate_synthetic(llm: LLM, entry: dict, pair: str, corpus: list[str], exam
     questions = [q for q, keep in zip(questions, kept) if keep]
     sources = [s for s, keep in zip(sources, kept) if keep]
 
-    def answers(language: str, answer_examples: list[dict]) -> list[str]:
+    def answers(language: str, answer_examples: list[dict], rows: pd.DataFrame) -> list[str]:
         texts = [render("mars/answer.j2", chat=chat, examples=answer_examples, answer_column="Answer",
-                        answer_language=language_name(language), document=corpus[s], question=q, **names)
-                 for q, s in zip(questions, sources)]
+                        answer_language=language_name(language), document=row.Document, question=row.Query, **names)
+                 for row in rows.itertuples()]
         responses = llm.generate(requests_for(texts, entry, settings, settings["answer_max_tokens"], seed),
                                  desc=f"synthetic answers {pair} ({language})")
         return [first_line(r.text, "Answer") if r.ok else "" for r in responses]
 
-    right, wrong = answers(question_lang, positive_examples), answers(other_lang, wrong_examples)
     positives = pd.DataFrame({
-        "Query": questions, "Document": [corpus[s] for s in sources], "Answer": right,
-        "Wrong_Language_Answer": wrong, "doc_lang": passage_lang, "qa_lang": question_lang, "wrong_lang": other_lang,
+        "Query": questions, "Document": [corpus[s] for s in sources], "doc_lang": passage_lang,
+        "qa_lang": question_lang, "wrong_lang": other_lang,
     })
+    positives.insert(2, "Answer", answers(question_lang, positive_examples, positives))
     empty = positives["Answer"] == ""
     stats["answers_empty"] = int(empty.sum())
     # An answer detected in another language would be labelled LC=1 wrongly; one without letters
@@ -166,6 +166,8 @@ def generate_synthetic(llm: LLM, entry: dict, pair: str, corpus: list[str], exam
     off_language = ~empty & detected.notna() & (detected != question_lang)
     stats["answers_not_in_question_language"] = int(off_language.sum())
     positives = positives[~empty & ~off_language].reset_index(drop=True)
+    # Wrong-language answers only for the kept questions: a dropped one's would be paid for nothing.
+    positives.insert(3, "Wrong_Language_Answer", answers(other_lang, wrong_examples, positives))
     stats["positives"] = len(positives)
     if len(positives) < 2:
         raise DataError(
