@@ -14,7 +14,7 @@ from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
 from polyrag.mars.gold import gold_items, wrong_language
-from polyrag.mars.judges import early_stopping_split, labelled, load_judge, train_judge
+from polyrag.mars.judges import early_stopping_split, judge_data, labelled, load_judge, train_judge
 from polyrag.mars.labels import LABEL_COLUMNS, pair_of_language_key, parse_label
 from polyrag.mars.mock_systems import meta_evaluate, mock_items
 from polyrag.mars.negatives import corrupted, label_counts, with_negatives
@@ -29,15 +29,16 @@ from polyrag.seeds import rng_for
 CR, AR, AF, LC = (LABEL_COLUMNS[m] for m in ("cr", "ar", "af", "lc"))
 
 
-def gold(shared_data, pair, **options):
-    settings = {"second_languages": ["en", "de"], "directory": str(shared_data / "xquad"), "revision": "unused",
+def gold(data, pair, **options):
+    settings = {"second_languages": ["en", "de"], "directory": str(data / "xquad"), "revision": "unused",
                 "cache_dir": "unused", "seed": 3, "few_shot": 2, "reference_size": 120, "exclude_ids": set()}
     return gold_items(pair, **{**settings, **options})
 
 
 @pytest.fixture(scope="module")
-def gold_en_de(shared_data):
-    return {pair: gold(shared_data, pair) for pair in ("en-en", "de-de", "en-de")}
+def gold_en_de(embedded_data):
+    """The demo's XQuAD subset (12 articles, en and de): every clone has it."""
+    return {pair: gold(embedded_data, pair) for pair in ("en-en", "de-de", "en-de")}
 
 
 def positives(n=6):
@@ -122,7 +123,7 @@ def test_no_xquad_item_is_labelled_both_language_consistent_and_not(gold_en_de):
         assert all(langid.classify(text)[0] == wrong_lang for text in mock_negatives["Answer"]), pair
 
 
-def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(shared_data, gold_en_de):
+def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(embedded_data, gold_en_de):
     en, de, cross = gold_en_de["en-en"], gold_en_de["de-de"], gold_en_de["en-de"]
     assert len(en) == len(de) == len(cross)
     assert (en["role"] == "few_shot").sum() == 2
@@ -139,7 +140,7 @@ def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(shar
     assert en.set_index("id").loc[de["id"], "Wrong_Language_Answer"].tolist() == de["Answer"].tolist()
     assert cross["Document"].tolist() == en["Document"].tolist() and cross["Query"].tolist() == de["Query"].tolist()
     excluded = set(en.loc[en["role"] == "reference", "id"][:5])
-    again = gold(shared_data, "en-en", exclude_ids=excluded)
+    again = gold(embedded_data, "en-en", exclude_ids=excluded)
     assert not excluded & set(again["id"]) and len(again) == len(en) - 5
 
 
@@ -239,24 +240,23 @@ def trained_judges(gold_en_de, tmp_path_factory):
     directory = tmp_path_factory.mktemp("judges")
     examples = pd.concat([with_negatives(g[g["role"] == "pool"].head(100), rng_for(5, pair))[0]
                           for pair, g in gold_en_de.items()], ignore_index=True)
-    train, validation = early_stopping_split(examples, seed=0)
     reference = pd.concat([with_negatives(g[g["role"] == "reference"], rng_for(6, pair))[0]
                            for pair, g in gold_en_de.items()], ignore_index=True)
     settings = {"backend": "embedding_logreg", "C": 1.0, "max_length": 96}
     store = EmbeddingStore()  # one set of vectors for every judge, as the workflow's scripts share one
-    summaries = {m: train_judge(m, train, validation, settings, directory / m, seed=0, embed=store)
+    summaries = {m: train_judge(m, *judge_data(examples, m, seed=0), settings, directory / m, seed=0, embed=store)
                  for m in ("cr", "ar", "lc")}
     judges = {m: load_judge(m, directory / m, settings, store) for m in summaries}
     for metric, judge in judges.items():
         reference[f"prediction_{metric}"] = judge.predict_proba(reference)
-    return summaries, judges, reference, directory, validation
+    return summaries, judges, reference, directory, examples
 
 
 def test_offline_judges_learn_and_reload(trained_judges):
-    summaries, judges, reference, directory, validation = trained_judges
+    summaries, judges, reference, directory, examples = trained_judges
     for metric, summary in summaries.items():
         # The validation figure is the accuracy on the held-out synthetic rows, recomputed here.
-        rows = labelled(validation, metric)
+        _, rows = judge_data(examples, metric, seed=0)
         predicted = (judges[metric].predict_proba(rows) >= 0.5) == rows[LABEL_COLUMNS[metric]].astype(bool)
         assert summary["validation_examples"] == len(rows)
         assert predicted.mean() == pytest.approx(summary["validation_accuracy"])
@@ -284,6 +284,15 @@ def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_re
     again, _ = early_stopping_split(table, seed=4)
     other, _ = early_stopping_split(table, seed=5)
     assert again.equals(train) and not other.equals(train)
+    # Each judge holds out a share of its own labelled questions: LC with few labels is validated too.
+    table.loc[table["kind"] == "lc_negative", LC] = np.nan
+    table.loc[table["kind"] == "positive", LC] = np.where(np.arange(40) < 3, 1.0, np.nan)
+    table = table[(table["kind"] != "lc_negative") | table["Query"].isin(["question 0?", "question 1?", "question 2?"])]
+    table.loc[table["kind"] == "lc_negative", LC] = 0.0
+    lc_train, lc_validation = judge_data(table, "lc", seed=4)
+    assert lc_validation["Query"].nunique() == 1 and set(lc_validation[LC]) == set(lc_train[LC]) == {0.0, 1.0}
+    with pytest.raises(DataError, match="judge lc: the synthetic data have no language-consistency negatives"):
+        judge_data(table[table["kind"] != "lc_negative"], "lc", seed=4)
     # The workflow's judge rule reads the synthetic data only.
     rule = (repo / "rules" / "finetune.smk").read_text()
     assert "reference" not in rule.split("input:")[1].split("output:")[0]

@@ -82,7 +82,7 @@ def test_task_rows_still_stops_on_a_language_without_usable_labels():
     assert len(task_rows(frame, "relevance")) == 3
 
 
-def test_memerag_file_reads_the_variant_directory(tmp_path, shared_data):
+def test_memerag_file_reads_the_variant_directory(tmp_path, embedded_data):
     for folder in (tmp_path / "memerag_ext", tmp_path):
         folder.mkdir(exist_ok=True)
         write_jsonl(folder / "de.jsonl", [item()])
@@ -97,8 +97,8 @@ def test_memerag_file_reads_the_variant_directory(tmp_path, shared_data):
         memerag_file("de", "memerag_ext_w_majority_vote", str(tmp_path), "")
     with pytest.raises(DataError, match=r"no MEMERAG memerag file for language 'fr': expected .*memerag/fr.jsonl or "):
         memerag_file("fr", "memerag", str(tmp_path), "")
-    # The shared copy holds the base variant flat.
-    assert memerag_file("hi", "memerag", str(shared_data / "memerag"), "") == shared_data / "memerag" / "hi.jsonl"
+    # The demo's subset holds the base variant flat.
+    assert memerag_file("hi", "memerag", str(embedded_data / "memerag"), "") == embedded_data / "memerag" / "hi.jsonl"
 
 
 def random_predictions(rng, n_per_lang=(120, 80, 60), accuracy=(0.8, 0.7, 0.6)):
@@ -451,14 +451,14 @@ def test_parse_label():
 
 
 @pytest.mark.slow
-def test_llm_judge_with_a_real_model_server(llama_server, shared_data):
+def test_llm_judge_with_a_real_model_server(llama_server, embedded_data):
     """Gemma 270M (a base model, a weak judge) through the OpenAI-compatible llama.cpp server:
     real prompts of real MEMERAG sentences, every raw output kept, labels read or left null."""
     from polyrag.llm.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(model="gemma-270m", base_url=llama_server, api_key_env=None,
                             mode="completion", timeout=120)
-    sentences = read_memerag(shared_data / "memerag" / "de.jsonl", "de").head(2)
+    sentences = read_memerag(embedded_data / "memerag" / "de.jsonl", "de").head(2)
     sentences["context"] = sentences["context"].map(lambda passages: passages[:2])  # CPU time
     settings = {"include_question": True, "max_attempts": 2, "temperature": 0.1, "max_tokens": 12, "seed": 0}
     table = llm_predictions(LLM(backend), sentences, ["faithfulness"], ["zero_shot"], settings)
