@@ -59,6 +59,16 @@ def labelled(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     return table[table[LABEL_COLUMNS[metric]].notna()].reset_index(drop=True)
 
 
+def judge_data(synthetic: pd.DataFrame, metric: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training rows, validation rows) of the ``metric`` judge: :func:`early_stopping_split` of
+    the synthetic rows labelled for it (the held-out share is of its own questions, so a metric
+    with few labels, such as LC from a generator that seldom writes the wrong language, is
+    validated too)."""
+    rows = labelled(synthetic, metric)
+    check_classes(rows, metric)
+    return early_stopping_split(rows, seed)
+
+
 def pair_features(table: pd.DataFrame, metric: str, embed: EmbeddingStore, max_tokens: int) -> np.ndarray:
     """Embeddings of the metric's inputs (passages truncated to ``max_tokens``: e5's cost grows
     quickly with length), with the product and absolute difference of every two."""
@@ -107,9 +117,9 @@ class CrossEncoderJudge:
         return self.model.predict_proba(text_pairs(table, self.metric)) if not table.empty else np.zeros(0)
 
 
-def check_training_set(train: pd.DataFrame, validation: pd.DataFrame, metric: str) -> None:
+def check_classes(train: pd.DataFrame, metric: str) -> None:
     column = LABEL_COLUMNS[metric]
-    classes = set(train[column].astype(int))
+    classes = set(train[column].dropna().astype(int))
     if metric == "lc" and 0 not in classes:
         raise DataError(f"judge lc: the synthetic data have no language-consistency negatives: no wrong-language "
                         "answer differed from its answer and was detected in the wrong language (counts in "
@@ -118,6 +128,11 @@ def check_training_set(train: pd.DataFrame, validation: pd.DataFrame, metric: st
     if classes != {0, 1}:
         raise DataError(f"judge {metric}: the synthetic training data has labels {sorted(classes)} for {column}; "
                         "both classes are needed")
+
+
+def check_training_set(train: pd.DataFrame, validation: pd.DataFrame, metric: str) -> None:
+    check_classes(train, metric)
+    column = LABEL_COLUMNS[metric]
     if validation.empty:
         raise DataError(f"judge {metric}: the held-out synthetic questions have no {column} labels to validate on")
 
@@ -125,7 +140,7 @@ def check_training_set(train: pd.DataFrame, validation: pd.DataFrame, metric: st
 def train_judge(metric: str, train: pd.DataFrame, validation: pd.DataFrame, settings: dict, out_dir: str | Path,
                 seed: int, embed: EmbeddingStore | None = None) -> dict:
     """Train the ``metric`` judge on labelled synthetic rows, choosing the epoch on ``validation``
-    (held-out synthetic rows, :func:`early_stopping_split`); write it to ``out_dir``; return judge.json."""
+    (held-out synthetic rows, :func:`judge_data`); write it to ``out_dir``; return judge.json."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train, validation = labelled(train, metric), labelled(validation, metric)
