@@ -2,7 +2,9 @@
 
 Each judged order of a pair is one game. Verdicts are ``model_a``, ``model_b``, ``tie`` or
 ``invalid``. The tie rule: a tie counts as half a win for each side. ``invalid`` verdicts are no
-games: they are excluded from every fit and counted.
+games: they are excluded from every fit and counted. When one order of a question is invalid,
+the other order still counts alone (it is a real verdict); how often that happens is reported
+beside the judge's position bias (``position_bias``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from scipy.stats import binomtest
 
 from polyrag.errors import DataError
 
@@ -31,6 +35,11 @@ def read_games(paths: list[str | Path]) -> pd.DataFrame:
         if unknown.any():
             row = int(np.flatnonzero(unknown)[0])
             raise DataError(f"{path}: row {row}: verdict {frame['verdict'].iloc[row]!r} is not one of {sorted(VERDICTS)}")
+        neither = (frame["shown_first"] != frame["model_a"]) & (frame["shown_first"] != frame["model_b"])
+        if neither.any():
+            row = int(np.flatnonzero(neither)[0])
+            raise DataError(f"{path}: row {row}: shown_first {frame['shown_first'].iloc[row]!r} is neither "
+                            f"model_a nor model_b")
         frames.append(frame)
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
@@ -73,3 +82,22 @@ def tally(games: pd.DataFrame, models: list[str]) -> pd.DataFrame:
                      "losses": int(lost.sum()), "ties": int((mine["verdict"] == "tie").sum()),
                      "invalid": int((mine["verdict"] == "invalid").sum())})
     return pd.DataFrame(rows)
+
+
+def position_bias(games: pd.DataFrame) -> dict:
+    """How often the answer shown first wins, over decisive games (ties and invalid verdicts
+    excluded), with a 95% Wilson interval: 0.5 for a judge without position bias, since every
+    pair is shown in both orders. ``games_without_other_order``: valid games whose question and
+    pair have no valid verdict in the other order, which therefore count alone in the fit."""
+    valid = games[games["verdict"] != "invalid"]
+    decisive = valid[valid["verdict"] != "tie"]
+    winner = decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"])
+    first_wins = int((winner == decisive["shown_first"]).sum())
+    n = len(decisive)
+    low, high = binomtest(first_wins, n).proportion_ci(0.95, method="wilson") if n else (np.nan, np.nan)
+    orders = valid.groupby(["query_id", "model_a", "model_b"])["shown_first"].transform("nunique")
+    return {"decisive_games": n, "first_position_wins": first_wins,
+            "first_position_win_rate": first_wins / n if n else np.nan,
+            "first_position_ci_low": low, "first_position_ci_high": high,
+            "ties": int((valid["verdict"] == "tie").sum()), "invalid": int(len(games) - len(valid)),
+            "games_without_other_order": int((orders < 2).sum())}

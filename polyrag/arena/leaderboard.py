@@ -4,19 +4,30 @@ In each language, a judged model's arena logit is its Bradley-Terry logit; a mod
 judged (``judge: false``) takes the surrogate's prediction, on the same scale. Per language,
 models are ranked by that logit. Overall:
 
-- ``rank`` orders models by their mean per-language rank (``mean_rank``), then by score;
 - ``score`` is the mean arena logit over languages;
 - ``ci_low``/``ci_high`` are the 2.5/97.5 percentiles over bootstrap tournaments of that mean
   (tournament t of every language together; languages are resampled independently), using the
   BT bootstrap for judged models and the surrogate's per-tournament predictions otherwise. For
   models ranked by the surrogate alone the interval reflects question sampling only, not the
-  surrogate's own error (see ``surrogate_metrics.json`` for that).
+  surrogate's own error (see ``surrogate_metrics.json`` for that);
+- ``rank`` orders models by ``score``, the quantity the interval belongs to, so a model whose
+  interval lies wholly above another's is always ranked ahead of it; ``rank_best``..``rank_worst``
+  are the ranks those intervals allow (as in the Bradley-Terry table);
+- ``mean_rank`` (the mean of the per-language ranks, MIRAGE-BENCH's summary) is reported beside
+  it but does not order the table: it can disagree with the mean logit when a model wins some
+  languages narrowly and loses others by far.
+
+A surrogate prediction of a tree ensemble (``random_forest``, ``gradient_boosting``) is an
+average of judged models' bootstrap logits, so it cannot leave their range: an unjudged model
+better (worse) than every judged one is placed at most at the top (bottom) of the judged range.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from polyrag.arena.bradley_terry import rank_ranges
 
 
 def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surrogate: pd.DataFrame,
@@ -44,15 +55,16 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     logits = by_language.pivot(index="model", columns="lang", values="arena_logit")[languages]
     models = ranks.index
     samples = np.mean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
-    table = pd.DataFrame({"model": models, "mean_rank": ranks.mean(axis=1).to_numpy(),
-                          "score": logits.mean(axis=1).to_numpy(),
-                          "ci_low": np.percentile(samples, 2.5, axis=0),
-                          "ci_high": np.percentile(samples, 97.5, axis=0),
+    score = logits.mean(axis=1).to_numpy()
+    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+    best, worst = rank_ranges(score, low, high)
+    table = pd.DataFrame({"model": models, "rank": pd.Series(-score).rank(method="min").astype(int).to_numpy(),
+                          "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
+                          "score": score, "ci_low": low, "ci_high": high,
                           "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy()})
     for lang in languages:
         table[f"rank_{lang}"] = ranks[lang].to_numpy()
-    table = table.sort_values(["mean_rank", "score"], ascending=[True, False], ignore_index=True)
-    table.insert(1, "rank", np.arange(1, len(table) + 1))
+    table = table.sort_values(["rank", "model"], ignore_index=True)
     columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank"]
     return table, by_language[columns]
 
