@@ -186,7 +186,7 @@ def main() -> None:
     rows = [agreement("polyrag point fit", ours["point"], ours["point"], truth),
             agreement(f"polyrag median of {args.bootstrap} tournaments", ours["median"], ours["point"], truth)]
     swept_rows = [{"implementation": "polyrag", **agreement("point fit", ours_swept, ours_swept, truth),
-                   f"logit of {best}": ours_swept[best], "notes": f"I-LSR with alpha={alpha}"}]
+                   f"logit of {best}": ours_swept[best], "notes": f"L2-penalised ML, alpha={alpha}"}]
     notes = []
     if args.mirage_python:
         reference = run_reference(args.mirage_python, [

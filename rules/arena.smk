@@ -9,6 +9,7 @@ rule bradley_terry:
         table="results/arena/{judge}/{lang}/bradley_terry.csv",
         bootstrap="results/arena/{judge}/{lang}/bootstrap.parquet",
         tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
+        diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
     params:
         models=JUDGED,
         bootstrap=config["arena"]["bootstrap"],

@@ -115,16 +115,22 @@ def test_arena_tables_leaderboard_and_report(run, repo):
         assert (bt["games"] == 2 * 2 * 2).all()  # 2 questions x 2 opponents x 2 orders
         surrogate = pd.read_csv(arena / "surrogate.csv")
         assert list(surrogate.columns[:2]) == ["model", "predicted_logit"] and surrogate["judged"].all()
-        assert (arena / "surrogate_metrics.json").exists()
+        held_out = json.loads((arena / "surrogate_metrics.json").read_text())["held_out"]
+        assert "at least 4" in held_out["skipped"]  # 3 judged models: too few to leave 2 out
+        diagnostics = pd.read_csv(arena / "judge_diagnostics.csv")
+        games = pd.concat([pd.read_parquet(p) for p in (workdir / "results" / "judgments" / "reference" / lang).glob("*.parquet")])
+        decisive = games[games["verdict"].isin(["model_a", "model_b"])]
+        first_wins = (decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"])
+                      == decisive["shown_first"]).sum()
+        assert diagnostics[["decisive_games", "first_position_wins"]].iloc[0].tolist() == [len(decisive), first_wins]
     board = pd.read_csv(workdir / "results" / "leaderboard.csv")
     mars = [f"mars_{m}{s}" for m in ("cr", "ar", "af", "lc") for s in ("", "_ci_low", "_ci_high")]
-    assert list(board.columns) == ["model", "rank", "mean_rank", "score", "ci_low", "ci_high", "judged",
-                                   "rank_en", "rank_hi", *mars]
+    assert list(board.columns) == ["model", "rank", "rank_best", "rank_worst", "mean_rank", "score", "ci_low",
+                                   "ci_high", "judged", "rank_en", "rank_hi", *mars]
     assert board[mars].notna().all().all() and (board["mars_lc_ci_low"] <= board["mars_lc"]).all()
     assert board["rank"].tolist() == [1, 2, 3]
-    # Sorted by mean rank, ties broken by score.
-    order = sorted(range(len(board)), key=lambda i: (board["mean_rank"][i], -board["score"][i]))
-    assert order == list(range(len(board)))
+    # Ranked by score, the mean logit the interval belongs to.
+    assert board["score"].is_monotonic_decreasing
     by_language = pd.read_csv(workdir / "results" / "leaderboard_by_language.csv")
     assert len(by_language) == 3 * 2
     for name in ("rank_heatmap", "bt_logits", "features", "feature_importances", "surrogate_vs_bt"):
