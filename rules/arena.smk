@@ -83,6 +83,21 @@ rule leaderboard:
         "../scripts/leaderboard.py"
 
 
+# The report offers CSVs only as downloads; this page shows the leaderboard in the report itself.
+rule leaderboard_table:
+    input:
+        "results/leaderboard.csv",
+    output:
+        report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
+    localrule: True
+    log:
+        "logs/arena/leaderboard_table.log",
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/leaderboard_table.py"
+
+
 rule arena_plots:
     input:
         leaderboard="results/leaderboard.csv",

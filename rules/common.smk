@@ -79,7 +79,8 @@ def all_targets():
         ]
         + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES)
-        + (["results/leaderboard.csv", "results/plots/rank_heatmap.png"] if ARENA_JUDGE else [])
+        + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png"]
+           if ARENA_JUDGE else [])
         + (["results/meta_eval/summary.csv"] if META_EVAL else [])
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
