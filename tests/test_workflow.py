@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -142,6 +144,47 @@ def test_arena_tables_leaderboard_and_report(run, repo):
     assert "rank_heatmap.png" in html and "leaderboard.csv" in html
 
 
+def chromium() -> Path:
+    """Debian's Chromium, or a skip with the reason; in CI (POLYRAG_SHARED_DATA set) a missing one fails."""
+    from polyrag.report_browser import CHROMIUM
+
+    if CHROMIUM.exists():
+        return CHROMIUM
+    message = f"{CHROMIUM} not found: apt-get install chromium to render the report in a browser"
+    if os.environ.get("POLYRAG_SHARED_DATA"):
+        pytest.fail(f"{message} (POLYRAG_SHARED_DATA is set, so this test must run)")
+    pytest.skip(message)
+
+
+def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
+    """Snakemake's report is a JavaScript app: the leaderboard's model names are in the DOM only if
+    the page runs and shows the table (a CSV result is only a download link)."""
+    from PIL import Image
+
+    from polyrag.report_browser import leaderboard_models, open_report, report_categories, show_result
+
+    browser = chromium()
+    workdir, _ = run
+    report = workdir / "report-chromium.html"
+    result = snakemake(repo, workdir, "--report", str(report))
+    assert result.returncode == 0, result.stderr[-2000:]
+    models = pd.read_csv(workdir / "results" / "leaderboard.csv")["model"].tolist()
+    with open_report(report, chromium=browser) as (page, problems):
+        categories = report_categories(page)
+        assert "results/leaderboard.html" in categories["Leaderboard"], categories
+        assert leaderboard_models(page) == models  # in rank order
+        page.screenshot(path=str(workdir / "report-leaderboard.png"))
+        # Every figure the workflow drew is in the report and decodes at its size on disk.
+        figures = {path: name for name, paths in categories.items() for path in paths if path.endswith(".png")}
+        assert set(figures) == {f"results/plots/{p.name}" for p in (workdir / "results" / "plots").glob("*.png")}
+        for path, category in figures.items():
+            show_result(page, category, path)
+            image = page.locator("img[src^='data:image/png']")
+            shown = image.evaluate("img => img.decode().then(() => [img.naturalWidth, img.naturalHeight])")
+            assert tuple(shown) == Image.open(workdir / path).size, path
+    assert problems.script_errors == [] and problems.outside_requests == []
+
+
 def test_model_based_feature_rules(repo, tmp_path):
     tiny = tmp_path / "tiny-models"
     features = {"nli": {"model": str(sequence_classifier(tiny / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})),
@@ -198,7 +241,8 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # Their answers and features per language, only mock-20's three new pairs per language, and
     # the aggregate rules.
     per_model = {"generate_answers": 4, "deterministic_features": 4, "embedding_features": 4, "merge_features": 4}
-    aggregate = {"bradley_terry": 2, "surrogate": 2, "leaderboard": 1, "arena_plots": 1, "all": 1}
+    aggregate = {"bradley_terry": 2, "surrogate": 2, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
+                 "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 6, "mars_scores": 2, **aggregate}
     outputs = set(re.findall(r"^\s+output: (\S+)$", dry.stdout, re.MULTILINE))
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
@@ -210,7 +254,8 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     dry = snakemake(repo, workdir, "-n")
     assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "deterministic_features": 2,
                                           "embedding_features": 2, "merge_features": 2, "surrogate": 2,
-                                          "mars_scores": 1, "leaderboard": 1, "arena_plots": 1, "all": 1}
+                                          "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
+                                          "arena_plots": 1, "all": 1}
     tiny_config(repo, workdir, mars=config["mars"], **config["models"])
 
 
