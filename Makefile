@@ -14,7 +14,9 @@ $(BIN)/python:
 
 # llama.cpp is compiled for portable x86-64 (AVX2) rather than -march=native: native builds
 # enable AMX kernels that crash on virtual machines whose CPU reports AMX without enabling it.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# LLAVA_BUILD=OFF skips the multimodal library (libmtmd), which polyrag never loads: less to compile.
+# PyPI has only llama-cpp-python's source, so this compile is the one step that cannot be a download.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 
 # torch first, pinned: on CPU machines this resolves to the CPU build, so transformers never
 # pulls the multi-GB CUDA stack through an unpinned requirement.
