@@ -78,7 +78,7 @@ def leaderboard_models(page) -> list[str]:
     return page.frame_locator("iframe").locator("tbody td:first-child").all_inner_texts()
 
 
-def screenshot_leaderboard(report: Path, image: Path, width: int = 1280, height: int = 360) -> None:
+def screenshot_leaderboard(report: Path, image: Path, width: int = 1600, height: int = 300) -> None:
     with open_report(report, width, height) as (page, problems):
         models = leaderboard_models(page)
         page.screenshot(path=str(image))
