@@ -208,12 +208,13 @@ def test_download_errors_name_the_setting_of_a_local_copy(tmp_path, monkeypatch)
     with pytest.raises(DataError, match=r"point mars.gold.dir at a local copy"):
         cached_download(UNREACHABLE, tmp_path, local_key="mars.gold.dir")
     assert not (tmp_path / "downloads" / "127.0.0.1:9" / "x").exists()
-    # The loaders pass their own key: MEMERAG is meta_eval.dir, XQuAD keeps data.dir unless told.
+    # The loaders pass their own key: MEMERAG is meta_eval.dir, XQuAD data.dir unless told; both
+    # name the environment variable that points every stage at a copy.
     monkeypatch.setattr("polyrag.meta_eval.memerag.MEMERAG_URL", UNREACHABLE + "/{revision}/{variant}/{lang}")
     with pytest.raises(DataError, match=r"point meta_eval.dir or \$POLYRAG_MEMERAG_DIR at a local copy"):
         memerag_file("de", "memerag", None, str(tmp_path))
     monkeypatch.setattr("polyrag.data.xquad.XQUAD_URL", UNREACHABLE + "/{revision}/{lang}")
-    with pytest.raises(DataError, match=r"point data.dir at a local copy"):
+    with pytest.raises(DataError, match=r"point data.dir or \$POLYRAG_XQUAD_DIR at a local copy"):
         xquad_file("de", None, "rev", str(tmp_path))
     with pytest.raises(DataError, match=r"point mars.gold.dir at a local copy"):
         xquad_file("de", None, "rev", str(tmp_path), local_key="mars.gold.dir")
