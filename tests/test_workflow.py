@@ -226,7 +226,9 @@ def test_gemma_answers_are_real_model_output(run):
         assert not set(answers["raw_output"]) & set(mock["raw_output"])
         assert answers["error"].fillna("").str.startswith("llm:").sum() == 0
     log = (workdir / "logs" / "generate" / "gemma-270m" / "en.log").read_text()
-    assert "4 requests, 0 from cache, 4 to llama_cpp" in log
+    assert "4 requests, 0 from cache, 0 duplicates, 4 to llama_cpp" in log
+    # A progress line per refresh, with counts and an ETA.
+    assert re.search(r"^answers \(gemma-3-270m-q4_k_m.gguf\): 4/4 req \(100%\), \S+ elapsed, ETA ", log, re.MULTILINE)
 
 
 def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
