@@ -74,15 +74,14 @@ def check_model_names(models: dict, source: str) -> None:
             )
 
 
-#: Keys naming local data, their environment variable (used when the key is null) and the folder
-#: the demo ships (used by data.source: demo when data.dir is null).
+#: Keys naming local data, and the environment variable read when the key is null.
 LOCAL_DATA_KEYS = {
     ("meta_eval", "dir"): "POLYRAG_MEMERAG_DIR",
     ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
     ("mars", "few_shot", "file"): None,
     ("mars", "reference", "path"): None,
 }
-DEMO_DIR = "resources/demo"
+DEMO_DIR = "resources/demo"  # data.dir of data.source: demo when null
 
 
 def local_path(value: str, workflow_dir: Path) -> str:
