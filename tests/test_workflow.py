@@ -378,3 +378,15 @@ def test_cluster_dry_run_requests_gpus_per_model(repo):
     gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
     assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
     assert len(jobs) == 6 * 18
+
+
+def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path):
+    """The README's command, target before --configfile (which takes every argument after it as a
+    config file), through profiles/slurm on a machine without conda: jobs inherit this environment."""
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--profile", str(repo / "profiles" / "slurm"),
+         "-n", "results/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"^leaderboard\s+1$", result.stdout, re.MULTILINE)
