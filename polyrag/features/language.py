@@ -65,16 +65,31 @@ def language_probabilities(text: str, language: str) -> dict[str, float]:
     return dict(langid_identifier().rank(text))
 
 
+def has_letters(text: str) -> bool:
+    """Whether ``text`` can carry evidence of a language (``—``, ``...`` and digits cannot)."""
+    return any(character.isalpha() for character in text)
+
+
+def top_language(probabilities: dict[str, float]) -> str:
+    return max(probabilities, key=probabilities.get)
+
+
+def detected_language(text: str, language: str) -> str | None:
+    """The detector's top language for ``text`` written for ``language`` (langid, or lingua where
+    langid lacks ``language``); None for a text without a letter."""
+    return top_language(language_probabilities(text, language)) if has_letters(text) else None
+
+
 def language_features(text: str, language: str, min_chars: int = 20) -> dict[str, float | None]:
     """``target_language``, ``english_language`` and ``correct_language`` (the detected language is
     the question's; null for answers of ``min_chars`` characters or fewer, as BERGEN counts it).
 
     An answer without a single letter (``—``, ``...``, digits) carries no evidence of a language:
     all three are null rather than the detector's prior."""
-    if not any(character.isalpha() for character in text):
+    if not has_letters(text):
         return dict.fromkeys(["target_language", "english_language", "correct_language"])
     probabilities = language_probabilities(text, language)
-    detected = max(probabilities, key=probabilities.get)
+    detected = top_language(probabilities)
     return {
         "target_language": probabilities.get(language, 0.0),
         "english_language": probabilities.get("en", 0.0),

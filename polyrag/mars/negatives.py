@@ -24,7 +24,7 @@ import pandas as pd
 
 from polyrag.errors import DataError
 from polyrag.features.bergen import normalize
-from polyrag.features.language import language_probabilities
+from polyrag.features.language import detected_language
 from polyrag.mars.labels import COLUMNS, LABEL_COLUMNS
 
 CR, AR, AF, LC = (LABEL_COLUMNS[m] for m in ("cr", "ar", "af", "lc"))
@@ -43,15 +43,6 @@ def different_picks(values: Sequence[str], pool: Sequence[str], rng: np.random.G
                 picks.append(pick)
                 break
     return picks
-
-
-def detected_language(text: str, expected: str) -> str | None:
-    """The detector's top language for ``text`` (langid, or lingua where langid lacks ``expected``);
-    None for a text without a letter (digits carry no language)."""
-    if not any(character.isalpha() for character in text):
-        return None
-    probabilities = language_probabilities(text, expected)
-    return max(probabilities, key=probabilities.get)
 
 
 def lc_negative_problem(answer: str, wrong_answer: str, wrong_lang: str) -> str | None:

@@ -27,7 +27,8 @@ from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.mars.gold import wrong_language
 from polyrag.mars.labels import parse_label, split_pair
-from polyrag.mars.negatives import detected_language, label_counts, with_negatives
+from polyrag.features.language import detected_language
+from polyrag.mars.negatives import label_counts, with_negatives
 from polyrag.mars.retrieval_filter import round_trip_filter
 from polyrag.prompts import render
 from polyrag.seeds import rng_for
