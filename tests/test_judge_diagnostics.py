@@ -1,0 +1,469 @@
+"""Judge diagnostics, panels and style-controlled Bradley-Terry, each statistic checked against an
+independent computation or a simulation with a known answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize
+from scipy.stats import binom, kendalltau
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import cohen_kappa_score
+
+from polyrag.arena.bradley_terry import bradley_terry, fit_logits
+from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference
+from polyrag.arena.games import position_bias, win_matrix
+from polyrag.arena.panel import panel_games
+from polyrag.arena.style_control import (STYLE_COVARIATES, answer_style, style_controlled_bt, style_controlled_ranks,
+                                         style_differences)
+from polyrag.errors import DataError
+from tests.test_arena import maximum_likelihood, simulate_games, wilson
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+STRENGTHS = {"m0": 1.0, "m1": 0.4, "m2": -0.1, "m3": -0.6}
+
+
+def pair_verdicts(games: pd.DataFrame) -> dict:
+    """{(question, model_a, model_b): {shown_first: verdict}} by a plain loop."""
+    pairs: dict = {}
+    for row in games.itertuples():
+        pairs.setdefault((row.query_id, row.model_a, row.model_b), {})[row.shown_first] = row.verdict
+    return pairs
+
+
+# --- one judge ------------------------------------------------------------------------------
+
+def test_position_consistency_of_a_position_biased_judge_is_its_known_probability():
+    """Bias b added to the first answer's logit: the two orders of (i, j) agree with probability
+    s(d + b) s(d - b) + (1 - s(d + b)) (1 - s(d - b)), d = strength_i - strength_j."""
+    bias = 1.2
+    games = simulate_games(STRENGTHS, 150, np.random.default_rng(0), first_position_bias=bias)
+    models = sorted(STRENGTHS)
+    expected = np.mean([sigmoid(d + bias) * sigmoid(d - bias) + (1 - sigmoid(d + bias)) * (1 - sigmoid(d - bias))
+                        for i, a in enumerate(models) for b in models[i + 1:]
+                        for d in [STRENGTHS[a] - STRENGTHS[b]]])
+    result = judge_diagnostics(games)
+    pairs = pair_verdicts(games)
+    consistent = sum(len(set(orders.values())) == 1 for orders in pairs.values())
+    assert result["pairs_both_orders"] == len(pairs) == 900 and result["consistent_pairs"] == consistent
+    assert (result["position_consistency_ci_low"], result["position_consistency_ci_high"]) == pytest.approx(
+        wilson(consistent, 900))
+    assert abs(result["position_consistency"] - expected) < 3 * np.sqrt(expected * (1 - expected) / 900)
+    assert result["position_consistency_ci_low"] <= expected <= result["position_consistency_ci_high"]
+    # Chance level: two draws from the judge's own verdict shares (winner by model, ties) agree.
+    shares = pd.Series([v for orders in pairs.values() for v in orders.values()]).value_counts(normalize=True)
+    assert result["position_consistency_chance"] == pytest.approx((shares ** 2).sum())
+    assert result["position_consistency"] < result["position_consistency_chance"]  # a biased judge is below chance
+
+
+def test_a_judge_that_always_picks_the_first_answer_is_never_consistent_and_below_chance():
+    games = simulate_games(STRENGTHS, 20, np.random.default_rng(1))
+    games["verdict"] = np.where(games["shown_first"] == games["model_a"], "model_a", "model_b")
+    result = judge_diagnostics(games)
+    assert result["position_consistency"] == 0 and result["first_position_win_rate"] == 1
+    assert result["position_consistency_chance"] == pytest.approx(0.5)  # half model_a, half model_b
+    assert result["position_consistency_ci_high"] == pytest.approx(wilson(0, result["pairs_both_orders"])[1])
+
+
+def test_an_unbiased_judge_is_consistent_above_chance_and_rates_count_ties_and_invalid_verdicts():
+    games = simulate_games({"a": 2.0, "b": -2.0, "c": 0.0}, 80, np.random.default_rng(2), tie_rate=0.1)
+    games.loc[[0, 5, 6], "verdict"] = "invalid"  # 0 and 5 or 6 may share a pair: counted by hand below
+    result = judge_diagnostics(games)
+    pairs = pair_verdicts(games[games["verdict"] != "invalid"])
+    both = [orders for orders in pairs.values() if len(orders) == 2]
+    assert result["pairs_both_orders"] == len(both)
+    assert result["consistent_pairs"] == sum(len(set(orders.values())) == 1 for orders in both)
+    assert result["invalid_rate"] == 3 / len(games) and result["games"] == len(games)
+    assert result["tie_rate"] == pytest.approx((games["verdict"] == "tie").sum() / (len(games) - 3))
+    assert result["position_consistency_ci_low"] > result["position_consistency_chance"]
+    # The first-position statistics are position_bias's, unchanged.
+    assert {k: result[k] for k in position_bias(games)} == position_bias(games)
+
+
+def test_a_game_judged_twice_in_the_same_order_is_an_error():
+    games = simulate_games(STRENGTHS, 2, np.random.default_rng(3))
+    with pytest.raises(DataError, match="judged once"):
+        judge_diagnostics(pd.concat([games, games.iloc[[4]]]))
+
+
+# --- two judges: Cohen's kappa --------------------------------------------------------------
+
+LABELS = np.array(["model_a", "model_b", "tie"])
+
+
+def noisy_judges(n_questions: int, rng, latent_share=(0.5, 0.3, 0.2), reliability=(0.8, 0.5)):
+    """Two judges over the same games: each reports a latent verdict with its reliability, else a
+    label drawn uniformly. Population kappa follows from the shares (below)."""
+    games = simulate_games(STRENGTHS, n_questions, rng)
+    latent = rng.choice(3, size=len(games), p=latent_share)
+    judged = []
+    for r in reliability:
+        keep = rng.random(len(games)) < r
+        judged.append(games.assign(verdict=LABELS[np.where(keep, latent, rng.integers(0, 3, len(games)))]))
+    return judged
+
+
+def population_kappa(latent_share=(0.5, 0.3, 0.2), reliability=(0.8, 0.5)) -> float:
+    p = np.array(latent_share)
+    (r1, r2) = reliability
+    marginal_1, marginal_2 = r1 * p + (1 - r1) / 3, r2 * p + (1 - r2) / 3
+    # Same label k: latent k and both report k, or latent not k and both draw k at random.
+    agree = sum(p[k] * (r1 + (1 - r1) / 3) * (r2 + (1 - r2) / 3) + (1 - p[k]) * (1 - r1) / 3 * (1 - r2) / 3
+                for k in range(3))
+    chance = marginal_1 @ marginal_2
+    return (agree - chance) / (1 - chance)
+
+
+def test_kappa_equals_sklearn_on_the_common_valid_games_and_its_bootstrap_replays_questions():
+    first, second = noisy_judges(60, np.random.default_rng(4))
+    first.loc[[1, 2], "verdict"] = "invalid"
+    second = second.drop(index=[10, 11, 12])  # games the second judge did not judge
+    result = judge_agreement(first, second, 50, np.random.default_rng(5))
+    common = first.merge(second, on=["query_id", "model_a", "model_b", "shown_first"])
+    valid = common[(common["verdict_x"] != "invalid") & (common["verdict_y"] != "invalid")]
+    assert result["games_common"] == len(first) - 3 and result["games_both_valid"] == len(first) - 5 == len(valid)
+    assert result["kappa"] == pytest.approx(cohen_kappa_score(valid["verdict_x"], valid["verdict_y"]), abs=1e-12)
+    assert result["observed_agreement"] == pytest.approx((valid["verdict_x"] == valid["verdict_y"]).mean())
+    # Every tournament by hand: its questions redrawn with the same generator, as sample weights.
+    questions = sorted(valid["query_id"].unique())
+    draws = np.random.default_rng(5).choice(len(questions), size=(50, len(questions)), replace=True)
+    replayed = [cohen_kappa_score(valid["verdict_x"], valid["verdict_y"], sample_weight=valid["query_id"].map(
+        dict(zip(questions, np.bincount(draw, minlength=len(questions)))))) for draw in draws]
+    assert [result["kappa_ci_low"], result["kappa_ci_high"]] == pytest.approx(np.percentile(replayed, [2.5, 97.5]))
+
+
+def test_kappa_interval_covers_the_population_kappa_at_about_the_nominal_rate():
+    truth = population_kappa()
+    covered, estimates = [], []
+    for simulation in range(150):
+        rng = np.random.default_rng(1000 + simulation)
+        result = judge_agreement(*noisy_judges(40, rng), 200, rng)
+        covered.append(result["kappa_ci_low"] <= truth <= result["kappa_ci_high"])
+        estimates.append(result["kappa"])
+    assert abs(np.mean(estimates) - truth) < 0.01  # kappa of 480 games is nearly unbiased
+    low, high = binom.interval(0.999, len(covered), 0.95)
+    assert low <= np.sum(covered) <= high
+
+
+# --- self-preference ------------------------------------------------------------------------
+
+def test_self_preference_recovers_a_judge_that_favours_its_own_family():
+    """Judge `gemma-judge` adds delta to the logit of gemma-model (its family) in every game; the
+    other judges are fair. Centred over M models, the favoured logit rises by delta (1 - 1/M)."""
+    delta, models = 1.0, sorted(STRENGTHS)
+    favoured = {**STRENGTHS, "m2": STRENGTHS["m2"] + delta}
+    games_by_judge = {"gemma-judge": simulate_games(favoured, 120, np.random.default_rng(6)),
+                      "llama-judge": simulate_games(STRENGTHS, 120, np.random.default_rng(7)),
+                      "qwen-judge": simulate_games(STRENGTHS, 120, np.random.default_rng(8))}
+    model_family = {"m2": "gemma", "m1": "llama"}
+    judge_family = {"gemma-judge": "gemma", "llama-judge": "llama", "qwen-judge": "qwen"}
+    table = self_preference(games_by_judge, models, model_family, judge_family, 0.01, 200,
+                            np.random.default_rng(9)).set_index(["judge", "model"])
+    assert set(table.index) == {("gemma-judge", "m2"), ("llama-judge", "m1")}
+    gemma = table.loc[("gemma-judge", "m2")]
+    # Independently: each judge's penalised ML (scipy, game by game), centred over the same models.
+    logits = {judge: dict(zip(models, maximum_likelihood(games, models, penalty=0.01)))
+              for judge, games in games_by_judge.items()}
+    expected = logits["gemma-judge"]["m2"] - (logits["llama-judge"]["m2"] + logits["qwen-judge"]["m2"]) / 2
+    assert gemma["self_preference"] == pytest.approx(expected, abs=1e-4)
+    assert gemma["other_judges"] == "llama-judge,qwen-judge"
+    truth = delta * (1 - 1 / len(models))
+    assert gemma["ci_low"] <= truth <= gemma["ci_high"] and gemma["ci_low"] > 0
+    fair = table.loc[("llama-judge", "m1")]  # a fair judge of its own family: no preference
+    assert fair["ci_low"] <= 0 <= fair["ci_high"]
+    # Joint resampling: the interval is narrower than independent per-judge intervals combined.
+    assert gemma["ci_high"] - gemma["ci_low"] < 0.6
+
+
+def test_self_preference_compares_judges_on_the_models_all_of_them_played():
+    models = sorted(STRENGTHS)
+    subset = simulate_games({m: STRENGTHS[m] for m in models[:3]}, 60, np.random.default_rng(10))
+    games_by_judge = {"j1": simulate_games(STRENGTHS, 60, np.random.default_rng(11)), "j2": subset}
+    table = self_preference(games_by_judge, models, {"m0": "f"}, {"j1": "f", "j2": "g"}, 0.01, 30,
+                            np.random.default_rng(12))
+    row = table.iloc[0]
+    assert row["models_compared"] == 3
+    j1_three = games_by_judge["j1"].query("model_a != 'm3' and model_b != 'm3'")
+    expected = maximum_likelihood(j1_three, models[:3], 0.01)[0] - maximum_likelihood(subset, models[:3], 0.01)[0]
+    assert row["self_preference"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_self_preference_without_a_judge_of_another_family_is_nan_and_says_why():
+    games = simulate_games(STRENGTHS, 10, np.random.default_rng(13))
+    table = self_preference({"j1": games, "j2": games}, sorted(STRENGTHS), {"m0": "f"}, {"j1": "f", "j2": "f"},
+                            0.01, 20, np.random.default_rng(0))
+    assert len(table) == 2 and table["self_preference"].isna().all()
+    assert (table["other_judges"] == "none of another family").all()
+
+
+# --- panel ----------------------------------------------------------------------------------
+
+def one_game(verdict, query_id="q1", shown_first="a"):
+    return {"query_id": query_id, "model_a": "a", "model_b": "b", "shown_first": shown_first, "verdict": verdict}
+
+
+def test_panel_votes_by_plurality_and_keeps_every_member_verdict():
+    rows = {  # game: verdicts of judges x, y, z (None: not judged by that member)
+        ("q1", "a"): ("model_a", "model_a", "model_b"),  # 2-1: model_a
+        ("q1", "b"): ("model_a", "model_b", "tie"),  # three-way split: tie
+        ("q2", "a"): ("invalid", "model_b", None),  # abstention and absence: model_b alone
+        ("q2", "b"): ("invalid", "invalid", None),  # no valid vote: invalid
+        ("q3", "a"): ("tie", "model_b", "model_b"),
+    }
+    games_by_judge = {judge: pd.DataFrame([one_game(v[k], q, first) for (q, first), v in rows.items() if v[k]])
+                      for k, judge in enumerate("xyz")}
+    panel = panel_games(games_by_judge).set_index(["query_id", "shown_first"])
+    assert panel["verdict"].to_dict() == {("q1", "a"): "model_a", ("q1", "b"): "tie", ("q2", "a"): "model_b",
+                                          ("q2", "b"): "invalid", ("q3", "a"): "model_b"}
+    assert panel["votes"].tolist() == [3, 3, 1, 0, 3]
+    np.testing.assert_allclose(panel["agreement"], [2 / 3, 1 / 3, 1.0, np.nan, 2 / 3])
+    assert panel.loc[("q2", "a"), "verdict_z"] is None and panel.loc[("q2", "a"), "verdict_x"] == "invalid"
+    assert [panel.loc[game, ["verdict_x", "verdict_y", "verdict_z"]].tolist() for game in rows] == \
+        [[v for v in verdicts] for verdicts in rows.values()]
+
+
+def test_a_panel_of_two_judges_is_their_pooled_games_at_half_the_penalty():
+    """The documented equivalence for members that never call a tie: a split of two is a tie, as
+    pooling counts it (half a win each), and pooled games are twice as many, so the penalty weighs
+    half."""
+    models = sorted(STRENGTHS)
+    first = simulate_games(STRENGTHS, 30, np.random.default_rng(14))
+    second = simulate_games(STRENGTHS, 30, np.random.default_rng(15), first_position_bias=0.8)
+    panel = panel_games({"first": first, "second": second})
+    pooled = pd.concat([first, second])
+    # A penalty strong enough to matter: the pooled fit at 1.0 is the panel's at 0.5.
+    np.testing.assert_allclose(fit_logits(win_matrix(panel, models), 0.5),
+                               maximum_likelihood(pooled, models, penalty=1.0), atol=1e-5)
+
+
+def test_a_majority_outvotes_a_position_biased_member_and_the_panel_table_fits_like_any_judge():
+    models = sorted(STRENGTHS)
+    fair = [simulate_games(STRENGTHS, 100, np.random.default_rng(seed)) for seed in (16, 17)]
+    biased = simulate_games(STRENGTHS, 100, np.random.default_rng(18))
+    biased["verdict"] = np.where(biased["shown_first"] == biased["model_a"], "model_a", "model_b")
+    panel = panel_games({"fair-1": fair[0], "fair-2": fair[1], "first-picker": biased})
+    table = bradley_terry(panel, models, 0.01, 30, np.random.default_rng(19))[0]
+    assert table["model"].tolist() == models  # the true order
+    assert judge_diagnostics(biased)["position_consistency"] == 0
+    assert judge_diagnostics(panel)["position_consistency"] > 0.5
+    # Unanimous games exactly where the three agree.
+    unanimous = (fair[0]["verdict"].to_numpy() == fair[1]["verdict"].to_numpy()) & (
+        fair[0]["verdict"].to_numpy() == biased["verdict"].to_numpy())
+    merged = panel.merge(fair[0][["query_id", "model_a", "model_b", "shown_first"]].assign(unanimous=unanimous))
+    assert ((merged["agreement"] == 1) == merged["unanimous"]).all()
+
+
+# --- style control --------------------------------------------------------------------------
+
+def styled_arena(strengths: dict, mean_length: dict, n_questions: int, rng, length_bias: float):
+    """Answers whose length varies around each model's mean (lognormal, sd 0.6 on the log scale),
+    with citations unrelated to the verdicts; the judge adds length_bias x (la - lb) / (la + lb + 1)
+    to the logit of model_a's answer. Both orders of a pair are judged independently."""
+    models = sorted(strengths)
+    questions = [f"q{i}" for i in range(n_questions)]
+    style = {}
+    for model in models:
+        cites = rng.poisson(2, n_questions)
+        style[model] = pd.DataFrame({
+            "query_id": questions,
+            "length_tokens": np.round(np.exp(rng.normal(np.log(mean_length[model]), 0.6, n_questions))),
+            "citations": cites,
+            "nonrelevant_citation_share": rng.binomial(cites, 0.3) / np.maximum(cites, 1)})
+    rows = []
+    for k, query_id in enumerate(questions):
+        for i, a in enumerate(models):
+            for b in models[i + 1:]:
+                la, lb = style[a]["length_tokens"][k], style[b]["length_tokens"][k]
+                p_a = sigmoid(strengths[a] - strengths[b] + length_bias * (la - lb) / (la + lb + 1))
+                for shown_first in (a, b):
+                    rows.append({"query_id": query_id, "model_a": a, "model_b": b, "shown_first": shown_first,
+                                 "verdict": "model_a" if rng.random() < p_a else "model_b"})
+    return pd.DataFrame(rows), style
+
+
+TRUE_ORDER = {"a": 0.6, "b": 0.2, "c": -0.2, "d": -0.6}
+LONGER_WHEN_WORSE = {"a": 80, "b": 120, "c": 200, "d": 400}
+
+
+def test_style_control_sees_through_a_judge_that_prefers_long_answers():
+    models = sorted(TRUE_ORDER)
+    games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 100, np.random.default_rng(20), length_bias=4.0)
+    raw = fit_logits(win_matrix(games, models), 0.01)
+    truth = [TRUE_ORDER[m] for m in models]
+    assert kendalltau(raw, truth).statistic < 0  # the raw leaderboard is fooled: long answers first
+    table, coefficients, _ = style_controlled_bt(games, style, models, 0.01, 100, np.random.default_rng(21))
+    table = table.set_index("model").loc[models]
+    assert kendalltau(table["logit"], truth).statistic == 1.0
+    assert ((table["ci_low"] <= truth) & (truth <= table["ci_high"])).all()
+    coefficients = coefficients.set_index("covariate")
+    per_ratio = coefficients[["coefficient", "ci_low", "ci_high"]].div(coefficients["scale"], axis=0)
+    assert per_ratio.loc["length_tokens", "ci_low"] <= 4.0 <= per_ratio.loc["length_tokens", "ci_high"]
+    # Citations do not move this judge: their coefficients are small beside length's.
+    assert (coefficients.loc[["citations", "nonrelevant_citation_share"], "coefficient"].abs()
+            < coefficients.loc["length_tokens", "coefficient"] / 10).all()
+
+
+def design_by_hand(games: pd.DataFrame, style: dict, models: list[str], scale=None):
+    """One row per valid game (not per matchup): +1/-1 model columns and the style differences,
+    ratios for counts, divided by ``scale`` (default: their root mean square over these games);
+    the share of a win that goes to model_a; and the scale."""
+    valid = games[games["verdict"] != "invalid"]
+    rows = []
+    for game in valid.itertuples():
+        a = style[game.model_a].set_index("query_id").loc[game.query_id]
+        b = style[game.model_b].set_index("query_id").loc[game.query_id]
+        row = [float(m == game.model_a) - float(m == game.model_b) for m in models]
+        row += [(a[c] - b[c]) / (a[c] + b[c] + 1) for c in ("length_tokens", "citations")]
+        row += [a["nonrelevant_citation_share"] - b["nonrelevant_citation_share"]]
+        rows.append(row)
+    X = np.array(rows)
+    if scale is None:
+        scale = np.sqrt((X[:, len(models):] ** 2).mean(axis=0))
+    X[:, len(models):] /= scale
+    share = valid["verdict"].map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5}).to_numpy()
+    return X, share, scale
+
+
+def test_style_controlled_fit_is_the_penalised_maximum_likelihood_on_the_same_design_matrix():
+    models = sorted(TRUE_ORDER)
+    rng = np.random.default_rng(22)
+    games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 30, rng, length_bias=2.0)
+    games.loc[rng.choice(len(games), 40, replace=False), "verdict"] = "tie"
+    games.loc[[3, 7], "verdict"] = "invalid"
+    X, share, _ = design_by_hand(games, style, models)
+    alpha = 0.05
+    table, coefficients, _ = style_controlled_bt(games, style, models, alpha, 20, np.random.default_rng(0))
+    fitted = np.r_[table.set_index("model").loc[models, "logit"], coefficients["coefficient"]]
+
+    def objective(params):  # game by game, ties as half a win each (scipy, no scikit-learn)
+        margin = X @ params
+        return (share * np.logaddexp(0, -margin) + (1 - share) * np.logaddexp(0, margin)).sum() + alpha * params @ params
+
+    direct = minimize(objective, np.zeros(X.shape[1]), method="BFGS", options={"gtol": 1e-9}).x
+    direct[:len(models)] -= direct[:len(models)].mean()
+    np.testing.assert_allclose(fitted, direct, atol=1e-4)
+    # scikit-learn on the per-game matrix, another solver: the same C = 1 / (2 alpha).
+    regression = LogisticRegression(C=1 / (2 * alpha), fit_intercept=False, solver="lbfgs", tol=1e-12, max_iter=10000)
+    regression.fit(np.vstack([X, X]), np.r_[np.ones(len(X)), np.zeros(len(X))], sample_weight=np.r_[share, 1 - share])
+    reference = regression.coef_[0]
+    reference[:len(models)] -= reference[:len(models)].mean()
+    np.testing.assert_allclose(fitted, reference, atol=1e-4)
+
+
+def test_style_controlled_fit_matches_statsmodels_logit_without_penalty():
+    """statsmodels' unpenalised maximum likelihood, one model left out as the reference (its
+    logit 0): the same differences between logits and the same coefficients as a nearly
+    unpenalised fit. Ties are avoided (statsmodels' Logit wants 0/1 outcomes)."""
+    sm = pytest.importorskip("statsmodels.api")
+    models = sorted(TRUE_ORDER)
+    games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 60, np.random.default_rng(23), length_bias=3.0)
+    X, share, _ = design_by_hand(games, style, models)
+    result = sm.Logit(share, X[:, 1:]).fit(disp=0, method="newton", tol=1e-12)
+    table, coefficients, _ = style_controlled_bt(games, style, models, 1e-7, 20, np.random.default_rng(0))
+    logits = table.set_index("model").loc[models, "logit"].to_numpy()
+    np.testing.assert_allclose(logits[1:] - logits[0], result.params[:len(models) - 1], atol=1e-4)
+    np.testing.assert_allclose(coefficients["coefficient"], result.params[len(models) - 1:], atol=1e-4)
+
+
+def test_without_style_differences_the_fit_is_the_plain_bradley_terry_fit():
+    models = sorted(STRENGTHS)
+    games = simulate_games(STRENGTHS, 20, np.random.default_rng(24), tie_rate=0.2)
+    same = pd.DataFrame({"query_id": games["query_id"].unique(), "length_tokens": 50, "citations": 2,
+                         "nonrelevant_citation_share": 0.0})
+    table, coefficients, _ = style_controlled_bt(games, {m: same for m in models}, models, 0.01, 20,
+                                                 np.random.default_rng(0))
+    np.testing.assert_allclose(table.set_index("model").loc[models, "logit"],
+                               fit_logits(win_matrix(games, models), 0.01), atol=1e-8)
+    assert coefficients["coefficient"].isna().all() and (coefficients["scale"] == 0).all()
+
+
+def test_style_bootstrap_refits_the_resampled_questions_and_is_seeded():
+    models = sorted(TRUE_ORDER)
+    games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 15, np.random.default_rng(25), length_bias=2.0)
+    first = style_controlled_bt(games, style, models, 0.01, 10, np.random.default_rng(26))
+    second = style_controlled_bt(games, style, models, 0.01, 10, np.random.default_rng(26))
+    pd.testing.assert_frame_equal(first[2], second[2])
+    # Tournament 0 by hand: the drawn questions' games repeated, the scales of all games kept.
+    questions = sorted(games["query_id"].unique())
+    drawn = np.random.default_rng(26).choice(len(questions), size=(10, len(questions)), replace=True)[0]
+    replayed = pd.concat([games[games["query_id"] == questions[k]] for k in drawn])
+    X, share, _ = design_by_hand(replayed, style, models, scale=design_by_hand(games, style, models)[2])
+    regression = LogisticRegression(C=1 / 0.02, fit_intercept=False, solver="lbfgs", tol=1e-12, max_iter=10000)
+    regression.fit(np.vstack([X, X]), np.r_[np.ones(len(X)), np.zeros(len(X))], sample_weight=np.r_[share, 1 - share])
+    expected = regression.coef_[0][:4] - regression.coef_[0][:4].mean()
+    np.testing.assert_allclose(first[2].query("tournament == 0")["logit"], expected, atol=1e-4)
+
+
+def test_style_intervals_cover_the_true_logits_and_length_bias_at_about_the_nominal_rate():
+    """Simulated arenas of 4 models and 80 questions, 100 tournaments each. Percentile intervals
+    undercover somewhat on arenas this small (benchmarks/bench_judge_statistics.py measures
+    larger ones), so the bound is the binomial 99.9% range around 0.92, not 0.95."""
+    models = sorted(TRUE_ORDER)
+    truth = pd.Series(TRUE_ORDER)[models]
+    logits_covered, bias_covered = [], []
+    for simulation in range(25):
+        rng = np.random.default_rng(2000 + simulation)
+        games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 80, rng, length_bias=4.0)
+        table, coefficients, _ = style_controlled_bt(games, style, models, 0.01, 100, rng)
+        table = table.set_index("model").loc[models]
+        logits_covered += list((table["ci_low"] <= truth) & (truth <= table["ci_high"]))
+        length = coefficients.set_index("covariate").loc["length_tokens"]
+        bias_covered.append(length["ci_low"] / length["scale"] <= 4.0 <= length["ci_high"] / length["scale"])
+    for covered in (logits_covered, bias_covered):
+        low, high = binom.interval(0.999, len(covered), 0.92)
+        assert low <= np.sum(covered) <= high, (np.sum(covered), len(covered))
+
+
+def test_answer_style_counts_what_the_judge_read():
+    questions = pd.DataFrame({
+        "query_id": ["q1", "q2", "q3"],
+        "passages": [[{"docid": "d1#0"}, {"docid": "d2#0"}, {"docid": "d3#0"}]] * 3,
+        "relevant_docids": [["d1#0"], ["d1#0", "d2#0"], []]})
+    answers = pd.DataFrame({
+        "query_id": ["q1", "q2", "q3"],
+        "raw_output": ["##Answer: x", "Paris is big [d2#0] and old [d3#0, d1#0].", "Rome [d3#0]."],
+        "answer": ["Paris is the capital [d1#0][d2#0] of France [d3#0].", None, "Rome [d3#0]."],
+        "cited_docids": [["d1#0", "d2#0", "d3#0"], [], ["d3#0"]]})
+    style = answer_style(questions, answers, count_tokens=lambda text: len(text.split())).set_index("query_id")
+    assert style.loc["q1"].tolist() == [6, 3, 2 / 3]  # "Paris is the capital of France."
+    assert style.loc["q2"].tolist() == [5, 3, 1 / 3]  # unparsed: the raw output is what the judge read
+    assert style.loc["q3"].tolist() == [1, 1, 0.0]  # no relevance labels: the share is neutral
+
+
+def test_a_judged_answer_without_style_names_the_model_and_question():
+    games = simulate_games({"a": 0.0, "b": 0.0}, 2, np.random.default_rng(27))
+    style = pd.DataFrame({"query_id": ["q0"], "length_tokens": [3], "citations": [1], "nonrelevant_citation_share": [0.0]})
+    with pytest.raises(DataError, match=r"no answer style for model 'a' on question 'q1'"):
+        style_differences(games[["query_id", "model_a", "model_b"]], {"a": style, "b": style})
+
+
+def test_style_differences_are_ratios_for_counts_and_plain_for_the_share():
+    pairs = pd.DataFrame({"query_id": ["q"], "model_a": ["a"], "model_b": ["b"]})
+    style = {"a": pd.DataFrame({"query_id": ["q"], "length_tokens": [300], "citations": [3],
+                                "nonrelevant_citation_share": [0.5]}),
+             "b": pd.DataFrame({"query_id": ["q"], "length_tokens": [99], "citations": [0],
+                                "nonrelevant_citation_share": [0.0]})}
+    differences = style_differences(pairs, style)
+    assert differences[STYLE_COVARIATES].iloc[0].tolist() == pytest.approx([201 / 400, 3 / 4, 0.5])
+
+
+def test_style_controlled_ranks_average_languages_like_the_leaderboard():
+    models = sorted(TRUE_ORDER)
+    per_language = {}
+    for k, lang in enumerate(["en", "de"]):
+        games, style = styled_arena(TRUE_ORDER, LONGER_WHEN_WORSE, 20, np.random.default_rng(30 + k), 2.0)
+        table, _, bootstrap = style_controlled_bt(games, style, models, 0.01, 20, np.random.default_rng(40 + k))
+        per_language[lang] = (table, bootstrap)
+    ranks = style_controlled_ranks(per_language).set_index("model")
+    score = (per_language["en"][0].set_index("model")["logit"] + per_language["de"][0].set_index("model")["logit"]) / 2
+    np.testing.assert_allclose(ranks["score_style_controlled"], score[ranks.index])
+    assert ranks["rank_style_controlled"].to_dict() == score.rank(ascending=False).astype(int).to_dict()
+    mean = (per_language["en"][1].query("model == 'a'")["logit"].to_numpy()
+            + per_language["de"][1].query("model == 'a'")["logit"].to_numpy()) / 2
+    np.testing.assert_allclose(ranks.loc["a", ["ci_low_style_controlled", "ci_high_style_controlled"]].to_numpy(float),
+                               np.percentile(mean, [2.5, 97.5]))
