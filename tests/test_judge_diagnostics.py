@@ -176,8 +176,15 @@ def test_self_preference_recovers_a_judge_that_favours_its_own_family():
     assert gemma["ci_low"] <= truth <= gemma["ci_high"] and gemma["ci_low"] > 0
     fair = table.loc[("llama-judge", "m1")]  # a fair judge of its own family: no preference
     assert fair["ci_low"] <= 0 <= fair["ci_high"]
-    # Joint resampling: the interval is narrower than independent per-judge intervals combined.
-    assert gemma["ci_high"] - gemma["ci_low"] < 0.6
+
+
+def test_self_preference_resamples_the_same_questions_for_every_judge():
+    """Two judges with identical verdicts: every tournament gives both the same logits, so the
+    gap and its whole interval are 0 (resampling each judge apart would spread it)."""
+    games = simulate_games(STRENGTHS, 30, np.random.default_rng(31))
+    table = self_preference({"own": games, "copy": games.copy()}, sorted(STRENGTHS), {"m1": "f"},
+                            {"own": "f", "copy": "g"}, 0.01, 50, np.random.default_rng(32))
+    assert table[["self_preference", "ci_low", "ci_high"]].iloc[0].tolist() == pytest.approx([0, 0, 0], abs=1e-9)
 
 
 def test_self_preference_compares_judges_on_the_models_all_of_them_played():

@@ -13,8 +13,9 @@ same L2 penalty against the same number of games), its position diagnostics and 
 with other judges read exactly as a single judge's; and a member that is outvoted (a judge
 answering by position, say) does not move the verdict, which pooling would let it do in
 proportion to its share of the members. With two members that give a valid verdict in every
-game and never call a tie, the two choices coincide: a split is a tie, and pooling counts it as half a win each, which is what a tie is in
-the fit (a tie beside a win is a tie for the panel, three quarters of a win pooled).
+game and never call a tie, the two choices coincide: a split is a tie, and pooling counts it as
+half a win each, which is what a tie is in the fit (a tie beside a win is a tie for the panel,
+three quarters of a win pooled).
 
 Disagreements are kept, never dropped: ``votes`` (valid member verdicts), ``agreement`` (share of
 those given to the most common verdict: 1 for a unanimous panel, 0.5 for two members split, nan
