@@ -251,6 +251,15 @@ def judge_roles(config: dict) -> dict[str, list[str]]:
     return roles
 
 
+#: Backends that load model weights into the job's own process (on a GPU on clusters).
+LOCAL_WEIGHT_BACKENDS = ("vllm", "transformers", "llama_cpp")
+
+
+def judges_with_local_weights(config: dict) -> list[str]:
+    """Judges whose model loads inside the job: they judge every pair in one job."""
+    return [name for name, entry in config["judges"].items() if entry["backend"] in LOCAL_WEIGHT_BACKENDS]
+
+
 def arena_judge(config: dict) -> str | None:
     """The judge whose arena the leaderboard reports: arena.judge, else the first judge."""
     return config["arena"]["judge"] or next(iter(config["judges"]), None)

@@ -1,5 +1,6 @@
 # Arena statistics per judge and language (Bradley-Terry with bootstrap, the surrogate judge),
-# then the leaderboard and its figures. These aggregate rules read every model's files.
+# then the leaderboard and its figures. These aggregate rules read every model's files; the
+# cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
 
 
 rule bradley_terry:
@@ -72,6 +73,7 @@ rule leaderboard:
         by_language="results/leaderboard_by_language.csv",
     params:
         languages=LANGUAGES,
+    localrule: True
     log:
         "logs/arena/leaderboard.log",
     resources:
@@ -118,6 +120,7 @@ rule arena_plots:
         ),
     params:
         languages=LANGUAGES,
+    localrule: True
     log:
         "logs/arena/plots.log",
     resources:

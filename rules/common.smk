@@ -10,6 +10,7 @@ from polyrag.config import (
     meta_evaluators,
     generation_settings,
     judged_models,
+    judges_with_local_weights,
     judging_settings,
     mars_gold_pairs,
     mars_languages,
@@ -36,6 +37,8 @@ except ConfigError as error:
 LANGUAGES = config["languages"]
 MODELS = list(config["models"])
 JUDGES = list(config["judges"])
+LOCAL_MODEL_JUDGES = judges_with_local_weights(config)  # judged in one job each (one model load)
+PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES]
 JUDGED = judged_models(config)
 PAIRS = model_pairs(JUDGED)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
@@ -96,13 +99,17 @@ def judgment_files(wildcards):
     return [f"results/judgments/{wildcards.judge}/{wildcards.lang}/{a}__{b}.parquet" for a, b in PAIRS]
 
 
-def feature_group_files(wildcards):
-    """The feature groups of one model and language; model-based groups only when configured."""
+def feature_groups():
+    """The configured feature groups; model-based groups only when configured."""
     groups = ["deterministic"]
     if config["features"]["embedding_similarity"]:
         groups.append("embedding")
-    groups += [group for group in ("nli", "reranker", "llm") if config["features"][group]]
-    return [f"results/features/{wildcards.model}/{wildcards.lang}/{group}.parquet" for group in groups]
+    return groups + [group for group in ("nli", "reranker", "llm") if config["features"][group]]
+
+
+def feature_group_files(wildcards):
+    """The feature groups of one model, language by language (in the order of LANGUAGES)."""
+    return [f"results/features/{wildcards.model}/{lang}/{group}.parquet" for lang in LANGUAGES for group in feature_groups()]
 
 
 def feature_model_resource(group, name):
@@ -116,6 +123,19 @@ def llm_feature_judge(wildcards):
 
 def llm_feature_resource(name):
     return lambda wildcards: model_resources(config["judges"][config["features"]["llm"]["judge"]])[name]
+
+
+def pair_files(judge, lang, model_a, model_b):
+    """Where the judge_pairs script reads one pair's answers and writes its games."""
+    return {
+        "lang": lang,
+        "model_a": model_a,
+        "model_b": model_b,
+        "questions": f"results/data/{lang}.parquet",
+        "answers_a": f"results/answers/{model_a}/{lang}.parquet",
+        "answers_b": f"results/answers/{model_b}/{lang}.parquet",
+        "output": f"results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet",
+    }
 
 
 def judge_entry(wildcards):
@@ -139,13 +159,12 @@ def model_resource(name):
     return lambda wildcards: model_resources(config["models"][wildcards.model])[name]
 
 
-def wrong_language_questions(wildcards):
-    """Mock systems answer some questions in another language: that language's questions."""
+def wrong_language_sources(wildcards):
+    """Mock systems answer some questions in another language: that language, per language."""
     entry = config["models"][wildcards.model]
     if entry["backend"] != "mock" or "wrong_language" not in entry["corruptions"]:
-        return []
-    other = wrong_language_source(entry, wildcards.lang, LANGUAGES)
-    return [f"results/data/{other}.parquet"]
+        return {}
+    return {lang: wrong_language_source(entry, lang, LANGUAGES) for lang in LANGUAGES}
 
 
 def time_filter_entry(wildcards):

@@ -1,18 +1,20 @@
 # Answer features: results/features/{model}/{lang}.parquet, one column per feature.
 # Each feature group is its own rule (and file) so that model-based groups can run on GPU
 # nodes and be cached on their own; merge_features joins the groups that are configured.
+# Every job covers one model's answers in every language, so a feature model (NLI, reranker,
+# LLM judge) is loaded once per answering model, and a cluster gets one job per model and group.
 
 
 rule deterministic_features:
     input:
-        questions="results/data/{lang}.parquet",
-        answers="results/answers/{model}/{lang}.parquet",
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/features/{model}/{lang}/deterministic.parquet",
+        expand("results/features/{{model}}/{lang}/deterministic.parquet", lang=LANGUAGES),
     log:
-        "logs/features/{model}/{lang}/deterministic.log",
+        "logs/features/{model}/deterministic.log",
     benchmark:
-        "results/benchmarks/features/{model}/{lang}/deterministic.tsv"
+        "results/benchmarks/features/{model}/deterministic.tsv"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -24,16 +26,16 @@ rule deterministic_features:
 
 rule embedding_features:
     input:
-        questions="results/data/{lang}.parquet",
-        answers="results/answers/{model}/{lang}.parquet",
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/features/{model}/{lang}/embedding.parquet",
+        expand("results/features/{{model}}/{lang}/embedding.parquet", lang=LANGUAGES),
     params:
         cache_dir=config["cache_dir"],
     log:
-        "logs/features/{model}/{lang}/embedding.log",
+        "logs/features/{model}/embedding.log",
     benchmark:
-        "results/benchmarks/features/{model}/{lang}/embedding.tsv"
+        "results/benchmarks/features/{model}/embedding.tsv"
     resources:
         mem_mb=2000,
         runtime=30,
@@ -45,16 +47,16 @@ rule embedding_features:
 
 rule nli_features:
     input:
-        questions="results/data/{lang}.parquet",
-        answers="results/answers/{model}/{lang}.parquet",
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/features/{model}/{lang}/nli.parquet",
+        expand("results/features/{{model}}/{lang}/nli.parquet", lang=LANGUAGES),
     params:
         options=config["features"]["nli"],
     log:
-        "logs/features/{model}/{lang}/nli.log",
+        "logs/features/{model}/nli.log",
     benchmark:
-        "results/benchmarks/features/{model}/{lang}/nli.tsv"
+        "results/benchmarks/features/{model}/nli.tsv"
     threads: feature_model_resource("nli", "threads")
     resources:
         gpu=feature_model_resource("nli", "gpu"),
@@ -68,16 +70,16 @@ rule nli_features:
 
 rule reranker_features:
     input:
-        questions="results/data/{lang}.parquet",
-        answers="results/answers/{model}/{lang}.parquet",
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/features/{model}/{lang}/reranker.parquet",
+        expand("results/features/{{model}}/{lang}/reranker.parquet", lang=LANGUAGES),
     params:
         options=config["features"]["reranker"],
     log:
-        "logs/features/{model}/{lang}/reranker.log",
+        "logs/features/{model}/reranker.log",
     benchmark:
-        "results/benchmarks/features/{model}/{lang}/reranker.tsv"
+        "results/benchmarks/features/{model}/reranker.tsv"
     threads: feature_model_resource("reranker", "threads")
     resources:
         gpu=feature_model_resource("reranker", "gpu"),
@@ -91,19 +93,19 @@ rule reranker_features:
 
 rule llm_features:
     input:
-        questions="results/data/{lang}.parquet",
-        answers="results/answers/{model}/{lang}.parquet",
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/features/{model}/{lang}/llm.parquet",
+        expand("results/features/{{model}}/{lang}/llm.parquet", lang=LANGUAGES),
     params:
         judge=llm_feature_judge,
         options=config["features"]["llm"],
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/features/{model}/{lang}/llm.log",
+        "logs/features/{model}/llm.log",
     benchmark:
-        "results/benchmarks/features/{model}/{lang}/llm.tsv"
+        "results/benchmarks/features/{model}/llm.tsv"
     threads: llm_feature_resource("threads")
     resources:
         gpu=llm_feature_resource("gpu"),
@@ -115,13 +117,17 @@ rule llm_features:
         "../scripts/llm_features.py"
 
 
+# Cheap: runs where snakemake runs, never as a cluster job.
 rule merge_features:
     input:
         feature_group_files,
     output:
-        "results/features/{model}/{lang}.parquet",
+        expand("results/features/{{model}}/{lang}.parquet", lang=LANGUAGES),
+    params:
+        groups=len(feature_groups()),
+    localrule: True
     log:
-        "logs/features/{model}/{lang}/merge.log",
+        "logs/features/{model}/merge.log",
     resources:
         mem_mb=2000,
         runtime=10,

@@ -1,21 +1,24 @@
 # Answer generation with citations: results/answers/{model}/{lang}.parquet.
-# Inputs and params depend on this model's entry only, so adding a model adds only its jobs.
+# One job per model over every language, so a GPU model is loaded once per run, not once per
+# language. Inputs and params depend on this model's entry only, so adding a model adds only
+# its job; adding a language reruns each model's job, which finds its old answers in the cache.
 
 
 rule generate_answers:
     input:
-        questions="results/data/{lang}.parquet",
-        wrong_language=wrong_language_questions,
+        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
     output:
-        "results/answers/{model}/{lang}.parquet",
+        expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     params:
+        languages=LANGUAGES,
         entry=model_entry,
         settings=model_settings,
+        wrong_language=wrong_language_sources,
         cache_dir=config["cache_dir"],
     log:
-        "logs/generate/{model}/{lang}.log",
+        "logs/generate/{model}.log",
     benchmark:
-        "results/benchmarks/generate/{model}/{lang}.tsv"
+        "results/benchmarks/generate/{model}.tsv"
     threads: model_resource("threads")
     resources:
         gpu=model_resource("gpu"),

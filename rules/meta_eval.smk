@@ -20,23 +20,24 @@ rule memerag_sentences:
         "../scripts/memerag_sentences.py"
 
 
+# One job per scorer over every MEMERAG language: the NLI model loads once.
 rule meta_eval_scores:
     input:
-        sentences="results/meta_eval/data/{memerag_lang}.parquet",
+        sentences=expand("results/meta_eval/data/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
         mars_judges=lambda wildcards: (
             expand("results/mars/judges/{metric}/judge.json", metric=["af", "ar"]) if wildcards.scorer == "mars" else []
         ),
     output:
-        "results/meta_eval/scores/{scorer}/{memerag_lang}.parquet",
+        expand("results/meta_eval/scores/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
     params:
         tasks=META_EVAL["tasks"] if META_EVAL else [],
         nli=config["features"]["nli"],
         mars_judge=MARS and MARS["judge"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/meta_eval/scores/{scorer}/{memerag_lang}.log",
+        "logs/meta_eval/scores/{scorer}.log",
     benchmark:
-        "results/benchmarks/meta_eval/scores/{scorer}/{memerag_lang}.tsv"
+        "results/benchmarks/meta_eval/scores/{scorer}.tsv"
     threads: 2
     resources:
         gpu=lambda wildcards: model_resources(config["features"]["nli"])["gpu"] if wildcards.scorer == "nli" else 0,
@@ -56,6 +57,7 @@ rule meta_eval_thresholds:
         thresholds="results/meta_eval/{scorer}/thresholds.csv",
     params:
         languages=META_LANGUAGES,
+    localrule: True
     log:
         "logs/meta_eval/thresholds/{scorer}.log",
     resources:
@@ -67,20 +69,21 @@ rule meta_eval_thresholds:
         "../scripts/meta_eval_thresholds.py"
 
 
+# One job per LLM judge over every MEMERAG language: a judge on local weights loads once.
 rule meta_eval_llm:
     input:
-        "results/meta_eval/data/{memerag_lang}.parquet",
+        expand("results/meta_eval/data/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
     output:
-        "results/meta_eval/{judge}/{memerag_lang}.parquet",
+        expand("results/meta_eval/{{judge}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
     params:
         judge=judge_entry,
         settings=META_EVAL,
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/meta_eval/{judge}/{memerag_lang}.log",
+        "logs/meta_eval/{judge}.log",
     benchmark:
-        "results/benchmarks/meta_eval/{judge}/{memerag_lang}.tsv"
+        "results/benchmarks/meta_eval/{judge}.tsv"
     threads: judge_resource("threads")
     resources:
         gpu=judge_resource("gpu"),
@@ -109,6 +112,7 @@ rule meta_eval_summary:
         settings=META_EVAL,
         judge_roles=judge_roles,
         seed=config["seed"],
+    localrule: True
     log:
         "logs/meta_eval/summary.log",
     benchmark:

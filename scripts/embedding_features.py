@@ -1,22 +1,24 @@
-"""Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer."""
+"""Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer
+(every language of one model)."""
 
 from polyrag.features.embedding import e5_store, embedding_similarity
-from polyrag.features.table import read_aligned, write_features
+from polyrag.features.table import read_aligned_languages, write_features
 from polyrag.generate.parsing import strip_citations
 from polyrag.logs import run_logged
 
 
+def clean(text, record):
+    return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None
+
+
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    records, answers = read_aligned(sm.input.questions, sm.input.answers)
-
-    def clean(text, record):
-        return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None
-
-    similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
-                                      [clean(r["reference_answer"], r) for r in records], e5_store(sm.params.cache_dir))
-    rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
-    write_features(rows, ["embedding_similarity"], sm.output[0])
+    store = e5_store(sm.params.cache_dir)
+    for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
+        similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
+                                          [clean(r["reference_answer"], r) for r in records], store)
+        rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
+        write_features(rows, ["embedding_similarity"], output)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

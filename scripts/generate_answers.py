@@ -1,4 +1,7 @@
-"""Snakemake entry point of rule generate_answers: results/answers/{model}/{lang}.parquet."""
+"""Snakemake entry point of rule generate_answers: results/answers/{model}/{lang}.parquet for
+every language, with the model loaded once."""
+
+import logging
 
 from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
@@ -8,18 +11,19 @@ from polyrag.logs import run_logged
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    model, lang = sm.wildcards.model, sm.wildcards.lang
-    records = read_questions(sm.input.questions)
-    settings = sm.params.settings
-    foreign = None
-    if sm.input.wrong_language:
-        foreign = foreign_answers(records, read_questions(sm.input.wrong_language[0]), settings["seed"], model, lang)
+    model, settings = sm.wildcards.model, sm.params.settings
+    questions = dict(zip(sm.params.languages, sm.input.questions))
     llm = open_llm(model, sm.params.entry, cache_dir=sm.params.cache_dir, seed=settings["seed"])
     try:
-        rows = generate_answers(llm, records, settings, foreign)
+        for lang, output in zip(sm.params.languages, sm.output):
+            logging.getLogger("polyrag").info("answering the %s questions", lang)
+            records = read_questions(questions[lang])
+            foreign = None
+            if other := sm.params.wrong_language.get(lang):
+                foreign = foreign_answers(records, read_questions(questions[other]), settings["seed"], model, lang)
+            write_answers(generate_answers(llm, records, settings, foreign), output)
     finally:
         llm.close()
-    write_answers(rows, sm.output[0])
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

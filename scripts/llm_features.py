@@ -1,23 +1,23 @@
-"""Snakemake entry point of rule llm_features: answer_overlap_llm and fluency_llm."""
+"""Snakemake entry point of rule llm_features: answer_overlap_llm and fluency_llm (every language
+of one model, with the judge opened once)."""
 
 from polyrag.features.llm_scores import TEMPLATES, llm_scores
-from polyrag.features.table import read_aligned, write_features
+from polyrag.features.table import read_aligned_languages, write_features
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    records, answers = read_aligned(sm.input.questions, sm.input.answers)
     options = sm.params.options
     settings = {"max_attempts": options["max_attempts"], "temperature": options["temperature"],
                 "max_tokens": options["max_tokens"], "seed": sm.params.seed}
     llm = open_llm(sm.params.judge["name"], sm.params.judge["entry"], cache_dir=sm.params.cache_dir, seed=sm.params.seed)
     try:
-        rows = llm_scores(llm, records, answers, settings)
+        for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
+            write_features(llm_scores(llm, records, answers, settings), list(TEMPLATES), output)
     finally:
         llm.close()
-    write_features(rows, list(TEMPLATES), sm.output[0])
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -1,4 +1,5 @@
-"""Snakemake entry point of rule meta_eval_llm: results/meta_eval/{judge}/{memerag_lang}.parquet."""
+"""Snakemake entry point of rule meta_eval_llm: results/meta_eval/{judge}/{memerag_lang}.parquet for
+every MEMERAG language, with the judge opened once."""
 
 import pandas as pd
 
@@ -12,10 +13,11 @@ def main() -> None:
     settings = sm.params.settings
     llm = open_llm(sm.wildcards.judge, sm.params.judge, cache_dir=sm.params.cache_dir, seed=sm.params.seed)
     try:
-        predictions = llm_predictions(llm, pd.read_parquet(sm.input[0]), settings["tasks"], settings["prompts"], settings)
+        for sentences, output in zip(sm.input, sm.output, strict=True):
+            predictions = llm_predictions(llm, pd.read_parquet(sentences), settings["tasks"], settings["prompts"], settings)
+            predictions.to_parquet(output, index=False)
     finally:
         llm.close()
-    predictions.to_parquet(sm.output[0], index=False)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -1,24 +1,26 @@
 """Snakemake entry point of rules nli_features and reranker_features (one model over question,
-passage and answer text): support_entailment/support_neutral, or reranker_score."""
+passage and answer text): support_entailment/support_neutral, or reranker_score. The feature
+model is loaded once for every language of the answering model."""
 
-from polyrag.features.table import read_aligned, write_features
+from polyrag.features.table import read_aligned_languages, write_features
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     options = sm.params.options
-    records, answers = read_aligned(sm.input.questions, sm.input.answers)
     model_options = (options["model"], options["device"], options["batch_size"], options["max_length"])
     if sm.rule == "nli_features":
         from polyrag.features.support import NLIScorer, support_features
 
-        rows, columns = support_features(NLIScorer(*model_options), records, answers), ["support_entailment", "support_neutral"]
+        scorer, columns = NLIScorer(*model_options), ["support_entailment", "support_neutral"]
+        score = support_features
     else:
         from polyrag.features.reranker import Reranker, reranker_features
 
-        rows, columns = reranker_features(Reranker(*model_options), records, answers), ["reranker_score"]
-    write_features(rows, columns, sm.output[0])
+        scorer, columns, score = Reranker(*model_options), ["reranker_score"], reranker_features
+    for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
+        write_features(score(scorer, records, answers), columns, output)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -54,3 +54,10 @@ def merge_feature_files(paths: list[str | Path], output: str | Path) -> None:
             merged = merged.append_column(name, table.column(name))
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(merged, output)
+
+
+def read_aligned_languages(questions_paths: list[str], answers_paths: list[str]):
+    """(questions, answers) of one model per language, in the order of the paths: a feature job
+    covers every language of a model, so a feature model is loaded once."""
+    for questions_path, answers_path in zip(questions_paths, answers_paths, strict=True):
+        yield read_aligned(questions_path, answers_path)

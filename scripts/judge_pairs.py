@@ -1,0 +1,40 @@
+"""Snakemake entry point of rules judge_pair and judge_pairs_local_model: for each pair in
+params.pairs, results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet, with the judge
+opened once for all of them."""
+
+import logging
+
+from polyrag.features.embedding import e5_store
+from polyrag.features.table import read_aligned
+from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference, write_games
+from polyrag.judge.recorded import recorded_games
+from polyrag.llm import open_llm
+from polyrag.logs import run_logged
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    name, judge, cache_dir = sm.wildcards.judge, sm.params.judge, sm.params.cache_dir
+    llm = None
+    if judge["backend"] not in ("recorded", "reference"):
+        llm = open_llm(name, judge, cache_dir=cache_dir, seed=sm.params.judging["seed"])
+    try:
+        for pair in sm.params.pairs:
+            lang, model_a, model_b = pair["lang"], pair["model_a"], pair["model_b"]
+            logging.getLogger("polyrag").info("judging %s against %s in %s", model_a, model_b, lang)
+            records, answers_a = read_aligned(pair["questions"], pair["answers_a"])
+            _, answers_b = read_aligned(pair["questions"], pair["answers_b"])
+            items = arena_items(records, answers_a, answers_b)
+            if judge["backend"] == "recorded":
+                rows = recorded_games(records, model_a, model_b, lang, judge, cache_dir)
+            elif judge["backend"] == "reference":
+                rows = judge_with_reference(items, model_a, model_b, judge, e5_store(cache_dir))
+            else:
+                rows = judge_with_llm(llm, items, model_a, model_b, sm.params.judging)
+            write_games(rows, pair["output"])
+    finally:
+        if llm is not None:
+            llm.close()
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821
