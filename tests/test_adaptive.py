@@ -1,0 +1,267 @@
+"""Adaptive pair selection: round 0, the selector, budgets, stopping, placement, and simulations
+with a known answer (small arenas so that the whole file runs in seconds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.stats import kendalltau
+
+from polyrag.arena.adaptive import (AdaptiveSettings, exhaustive_units, fisher_covariance, next_round,
+                                    parse_budget, placement, planned_rounds, played_units, ranking_settled,
+                                    relevance, round_zero, run_rounds, select_round)
+from polyrag.arena.bradley_terry import fit_logits
+from polyrag.arena.games import win_matrix
+from polyrag.config import model_pairs
+from polyrag.errors import ConfigError
+
+QUESTIONS = [f"q{k:02d}" for k in range(40)]
+
+
+def models_named(n: int) -> list[str]:
+    return [f"m{i:02d}" for i in range(n)]
+
+
+def simulate_exhaustive(strengths: dict[str, float], questions: list[str], rng, tie_rate: float = 0.1) -> pd.DataFrame:
+    """Every sorted pair on every question in both orders, verdicts drawn from the BT model."""
+    rows = []
+    for a, b in model_pairs(list(strengths)):
+        p_a = 1 / (1 + np.exp(strengths[b] - strengths[a]))
+        for q in questions:
+            for shown_first in (a, b):
+                tie = rng.random() < tie_rate
+                verdict = "tie" if tie else ("model_a" if rng.random() < p_a else "model_b")
+                rows.append((q, a, b, shown_first, verdict))
+    return pd.DataFrame(rows, columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
+
+
+def lookup(exhaustive: pd.DataFrame):
+    """A judge that returns the existing verdicts of the chosen units."""
+    def judge(units: pd.DataFrame) -> pd.DataFrame:
+        return exhaustive.merge(units[["model_a", "model_b", "query_id"]], on=["model_a", "model_b", "query_id"])
+    return judge
+
+
+def expected_games(strengths: dict[str, float], pairs: list[tuple[str, str]], questions: list[str]) -> pd.DataFrame:
+    """Deterministic games: on each pair, model a wins the share of games BT says (rounded)."""
+    rows = []
+    for a, b in pairs:
+        p_a = 1 / (1 + np.exp(strengths[b] - strengths[a]))
+        n_games = 2 * len(questions)
+        a_wins = round(p_a * n_games)
+        for k in range(n_games):
+            rows.append((questions[k // 2], a, b, a if k % 2 == 0 else b, "model_a" if k < a_wins else "model_b"))
+    return pd.DataFrame(rows, columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
+
+
+def connected(units: pd.DataFrame, models: list[str]) -> bool:
+    index = {m: i for i, m in enumerate(models)}
+    graph = coo_matrix((np.ones(len(units)), (units["model_a"].map(index), units["model_b"].map(index))),
+                       shape=(len(models), len(models)))
+    return connected_components(graph, directed=False)[0] == 1
+
+
+def test_round_zero_connects_every_model_and_is_seeded():
+    models = models_named(19)
+    settings = AdaptiveSettings(block=5)
+    units = round_zero(models, QUESTIONS, settings, seed=7, lang="fr")
+    assert connected(units, models)
+    # one cycle: every model in exactly two pairs, each pair on `block` distinct questions
+    pair_count = units.drop_duplicates(["model_a", "model_b"])
+    assert len(pair_count) == 19
+    assert (pd.concat([pair_count["model_a"], pair_count["model_b"]]).value_counts() == 2).all()
+    assert (units.groupby(["model_a", "model_b"])["query_id"].nunique() == 5).all()
+    pd.testing.assert_frame_equal(units, round_zero(models, QUESTIONS, settings, seed=7, lang="fr"))
+    other = round_zero(models, QUESTIONS, settings, seed=8, lang="fr")
+    assert set(map(tuple, other[["model_a", "model_b"]].to_numpy())) != set(map(tuple, units[["model_a", "model_b"]].to_numpy()))
+    two = round_zero(models, QUESTIONS, AdaptiveSettings(block=5, cycles=2), seed=7, lang="fr")
+    assert connected(two, models) and len(two.drop_duplicates(["model_a", "model_b"])) > 19
+
+
+def test_round_zero_shrinks_its_blocks_to_the_budget():
+    units = round_zero(models_named(10), QUESTIONS, AdaptiveSettings(block=10), seed=1, lang="fr", budget_units=25)
+    assert len(units) == 20 and connected(units, models_named(10))
+
+
+def test_parse_budget():
+    assert parse_budget("exhaustive", 19, 100) == exhaustive_units(19, 100) == 17100
+    assert parse_budget({"share": 0.5}, 19, 100) == 8550
+    assert parse_budget({"share": 1}, 19, 100) == 17100
+    assert parse_budget({"games": 1001}, 19, 100) == 500  # two calls per unit, rounded down
+    assert parse_budget({"games": 10**9}, 19, 100) == 17100
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"share": 1.5}, r"arena\.budget\.fr\.share: 1\.5 is not in \(0, 1\]"),
+    ({"share": 0}, r"arena\.budget\.fr\.share"),
+    ({"share": "half"}, r"arena\.budget\.fr\.share: 'half' is not a number"),
+    ({"games": 10.5}, r"arena\.budget\.fr\.games: 10\.5 is not a positive whole number"),
+    ({"games": 30}, r"arena\.budget\.fr: .* 15 units .* fewer than the 19 \(38 calls\) that connect 19 models"),
+    ({"share": 0.5, "games": 100}, r"arena\.budget\.fr: .* is not 'exhaustive'"),
+    ("all", r"arena\.budget\.fr: 'all' is not 'exhaustive'"),
+])
+def test_parse_budget_errors_name_the_key(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_budget(spec, 19, 100, key="arena.budget.fr")
+
+
+def test_settings_errors_name_the_key():
+    with pytest.raises(ConfigError, match="arena.adaptive.criterion"):
+        AdaptiveSettings(criterion="greedy")
+    with pytest.raises(ConfigError, match="arena.adaptive.block"):
+        AdaptiveSettings(block=0)
+
+
+def test_fisher_covariance_is_the_inverse_hessian_of_the_penalised_likelihood():
+    rng = np.random.default_rng(3)
+    strengths = {m: s for m, s in zip(models_named(5), [1.0, 0.5, 0.0, -0.3, -1.2])}
+    games = simulate_exhaustive(strengths, QUESTIONS[:10], rng)
+    models = list(strengths)
+    wins = win_matrix(games, models)
+    alpha = 0.01
+    theta = fit_logits(wins, alpha)
+
+    def gradient(t):  # of the penalised negative log-likelihood; p[i, j]: P(i beats j)
+        p = 1 / (1 + np.exp(t[None, :] - t[:, None]))
+        return -(wins * (1 - p)).sum(axis=1) + (wins.T * p).sum(axis=1) + 2 * alpha * t
+
+    # the Hessian by central differences of the gradient, column by column
+    hessian = np.array([(gradient(theta + 1e-5 * e) - gradient(theta - 1e-5 * e)) / 2e-5 for e in np.eye(5)])
+    np.testing.assert_allclose(fisher_covariance(wins, theta, alpha), np.linalg.inv((hessian + hessian.T) / 2),
+                               rtol=1e-5)
+
+
+def test_pick_score_is_the_drop_of_the_weighted_variance():
+    """The first pick's score equals trace(R C) - trace(R C') with C' the inverse of the Hessian
+    plus that pick's information, computed by explicit inversion."""
+    strengths = {"a": 1.0, "b": 0.9, "c": 0.0, "d": -1.5}
+    questions = QUESTIONS[:10]
+    games = expected_games(strengths, [("a", "b"), ("b", "c"), ("c", "d")], questions[:4])
+    models = list(strengths)
+    settings = AdaptiveSettings(block=3)
+    units = select_round(games, models, questions, 3, settings, seed=0, lang="fr", round_index=1)
+    wins = win_matrix(games, models)
+    theta = fit_logits(wins, settings.alpha)
+    covariance = fisher_covariance(wins, theta, settings.alpha)
+    weights = relevance(theta, covariance, settings.criterion)
+    i, j = models.index(units["model_a"].iloc[0]), models.index(units["model_b"].iloc[0])
+    p = 1 / (1 + np.exp(theta[j] - theta[i]))
+    d = np.zeros(4)
+    d[i], d[j] = 1, -1
+    after = np.linalg.inv(np.linalg.inv(covariance) + 2 * 3 * p * (1 - p) * np.outer(d, d))
+    assert units["score"].iloc[0] == pytest.approx(np.trace(weights @ covariance) - np.trace(weights @ after), rel=1e-6)
+
+
+def test_selector_prefers_an_uncertain_close_pair_over_settled_ones():
+    """a and b are close and have met on 2 questions; every other pair is far apart or has met on
+    all 40: the first picks go to (a, b), none to a settled pair."""
+    strengths = {"a": 1.0, "b": 0.95, "c": -0.5, "d": -2.0}
+    pairs = model_pairs(list(strengths))
+    games = pd.concat([expected_games(strengths, [pair], QUESTIONS[:2] if pair == ("a", "b") else QUESTIONS)
+                       for pair in pairs], ignore_index=True)
+    for criterion in ("ranking", "information"):
+        units = select_round(games, list(strengths), QUESTIONS, 20, AdaptiveSettings(block=10, criterion=criterion),
+                             seed=0, lang="fr", round_index=1)
+        assert (units["model_a"] + units["model_b"]).eq("ab").all(), criterion
+        assert not set(units["query_id"]) & set(QUESTIONS[:2])  # questions the pair already played
+
+
+def test_ranking_settled_on_constructed_tables():
+    settled = pd.DataFrame({"model": list("abc"), "rank_best": [1, 2, 3], "rank_worst": [1, 2, 3]})
+    overlapping = pd.DataFrame({"model": list("abc"), "rank_best": [1, 1, 3], "rank_worst": [2, 2, 3]})
+    assert ranking_settled(settled)
+    assert not ranking_settled(overlapping)
+
+
+# a wins every game of the far-apart arena: scikit-learn's Newton solver falls back to lbfgs there
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_next_round_stops_when_settled_spent_or_exhausted():
+    models = ["a", "b", "c", "d"]
+    far = {"a": 6.0, "b": 2.0, "c": -2.0, "d": -6.0}
+    pairs = model_pairs(models)
+    settings = AdaptiveSettings(block=5, bootstrap=50)
+    half = pd.concat([expected_games(far, [pair], QUESTIONS[:10]) for pair in pairs], ignore_index=True)
+    assert next_round(half, models, QUESTIONS, 200, settings, 0, "fr", 3)[1] == "ranking settled"
+    assert next_round(half, models, QUESTIONS, 60, settings, 0, "fr", 3)[1] == "budget spent"
+    close = {m: 0.0 for m in models}
+    undecided = pd.concat([expected_games(close, [pair], QUESTIONS[:10]) for pair in pairs], ignore_index=True)
+    units, reason = next_round(undecided, models, QUESTIONS, 200, settings, 0, "fr", 3)
+    # round 3 of a 4-model arena: round 0's 4 pairs x 5 questions x 1.5**3 = 67.5 units
+    assert reason == "ranking" and len(units) == 68
+    assert len(next_round(undecided, models, QUESTIONS, 100, settings, 0, "fr", 3)[0]) == 40  # the budget left
+    full = pd.concat([expected_games(close, [pair], QUESTIONS) for pair in pairs], ignore_index=True)
+    assert next_round(full, models, QUESTIONS, 10**6, settings, 0, "fr", 3)[1] == "design exhausted"
+
+
+def test_placement_plays_the_predicted_neighbours():
+    models = models_named(8)
+    rng = np.random.default_rng(0)
+    old = dict(zip(models, np.linspace(2, -2, 8)))
+    games = simulate_exhaustive(old, QUESTIONS[:5], rng)
+    predicted = {**old, "new": 0.1}  # between m03 (0.29) and m04 (-0.29)
+    settings = AdaptiveSettings(block=4, neighbours=4)
+    units = placement(["new"], predicted, games, [*models, "new"], QUESTIONS, settings, 0, "fr", 5)
+    opponents = set(units["model_a"]) | set(units["model_b"])
+    assert opponents - {"new"} == {"m02", "m03", "m04", "m05"}
+    assert len(units) == 16 and (units["round"] == 5).all()
+    top = placement(["new"], {**old, "new": 9.0}, games, [*models, "new"], QUESTIONS, settings, 0, "fr", 5)
+    assert set(top["model_a"]) | set(top["model_b"]) == {"new", "m00", "m01", "m02", "m03"}
+    units_again, reason = next_round(games, [*models, "new"], QUESTIONS, 10**6, settings, 0, "fr", 5, predicted)
+    assert reason == "placement"
+    pd.testing.assert_frame_equal(units, units_again)
+    with pytest.raises(ConfigError, match="surrogate"):
+        next_round(games, [*models, "new"], QUESTIONS, 10**6, settings, 0, "fr", 5)
+
+
+def arena(n_models: int, spread: float, seed: int) -> tuple[dict[str, float], pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    names = models_named(n_models)
+    strengths = dict(zip(names, rng.permutation(np.linspace(-spread, spread, n_models))))
+    return strengths, simulate_exhaustive(strengths, QUESTIONS, rng)
+
+
+def test_runs_are_seeded_and_a_smaller_budget_is_a_prefix_of_a_larger_one():
+    strengths, exhaustive = arena(8, 1.0, seed=1)
+    models = list(strengths)
+    settings = AdaptiveSettings(block=5, bootstrap=0)
+    total = exhaustive_units(8, 40)
+    small_games, small, reason = run_rounds(models, QUESTIONS, lookup(exhaustive), total // 5, settings, 4, "fr")
+    large_games, large, _ = run_rounds(models, QUESTIONS, lookup(exhaustive), total // 2, settings, 4, "fr")
+    assert reason == "budget spent"
+    small, large = pd.concat(small, ignore_index=True), pd.concat(large, ignore_index=True)
+    assert len(small) == total // 5 and len(large) == total // 2
+    assert not large.duplicated(["model_a", "model_b", "query_id"]).any()
+    pd.testing.assert_frame_equal(small.drop(columns="score"), large.iloc[:len(small)].drop(columns="score"))
+    assert len(small) == len(played_units(small_games))
+    rounds = small["round"].nunique()
+    assert rounds == planned_rounds(total // 5, 8, settings)
+    again = pd.concat(run_rounds(models, QUESTIONS, lookup(exhaustive), total // 5, settings, 4, "fr")[1],
+                      ignore_index=True)
+    pd.testing.assert_frame_equal(small, again)
+
+
+def test_adaptive_recovers_the_true_order_at_half_the_budget():
+    strengths, exhaustive = arena(8, 2.0, seed=2)
+    models = list(strengths)
+    games, _, _ = run_rounds(models, QUESTIONS, lookup(exhaustive), exhaustive_units(8, 40) // 2,
+                             AdaptiveSettings(block=5, bootstrap=0), 0, "fr")
+    fitted = fit_logits(win_matrix(games, models), 0.01)
+    assert sorted(models, key=lambda m: -fitted[models.index(m)]) == sorted(models, key=lambda m: -strengths[m])
+
+
+def test_adaptive_beats_random_selection_on_average():
+    """12 models evenly over [-2, 2], 40 questions, 10% of the calls, 8 seeds: Kendall tau with the
+    true order is higher for adaptive selection than for random units on average."""
+    taus = {"ranking": [], "random": []}
+    for seed in range(8):
+        strengths, exhaustive = arena(12, 2.0, seed=100 + seed)
+        models = list(strengths)
+        for criterion in taus:
+            games, _, _ = run_rounds(models, QUESTIONS, lookup(exhaustive), exhaustive_units(12, 40) // 10,
+                                     AdaptiveSettings(block=5, criterion=criterion, bootstrap=0), seed, "fr")
+            fitted = fit_logits(win_matrix(games, models), 0.01)
+            taus[criterion].append(kendalltau(fitted, [strengths[m] for m in models]).statistic)
+    assert np.mean(taus["ranking"]) > np.mean(taus["random"])
