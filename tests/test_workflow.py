@@ -85,8 +85,9 @@ def test_outputs_follow_the_contract(run):
             answers = pd.read_parquet(workdir / "results" / "answers" / model / f"{lang}.parquet")
             assert list(answers.columns) == ANSWER_COLUMNS
             assert list(answers["query_id"]) == list(data["query_id"])
-            assert (workdir / "logs" / "generate" / model / f"{lang}.log").exists()
-            assert (workdir / "results" / "benchmarks" / "generate" / model / f"{lang}.tsv").exists()
+    for model in config["models"]:  # one generation job per model: one log and one benchmark
+        assert (workdir / "logs" / "generate" / f"{model}.log").exists()
+        assert (workdir / "results" / "benchmarks" / "generate" / f"{model}.tsv").exists()
 
 
 def test_features_and_judgments(run):
@@ -225,8 +226,8 @@ def test_gemma_answers_are_real_model_output(run):
         assert answers["raw_output"].notna().all() and (answers["raw_output"].str.strip().str.len() > 0).all()
         assert not set(answers["raw_output"]) & set(mock["raw_output"])
         assert answers["error"].fillna("").str.startswith("llm:").sum() == 0
-    log = (workdir / "logs" / "generate" / "gemma-270m" / "en.log").read_text()
-    assert "4 requests, 0 from cache, 0 duplicates, 4 to llama_cpp" in log
+    log = (workdir / "logs" / "generate" / "gemma-270m.log").read_text()  # one job, every language
+    assert log.count("4 requests, 0 from cache, 0 duplicates, 4 to llama_cpp") == len(config["languages"])
     # A progress line per refresh, with counts and an ETA.
     assert re.search(r"^answers \(gemma-3-270m-q4_k_m.gguf\): 4/4 req \(100%\), \S+ elapsed, ETA ", log, re.MULTILINE)
 
@@ -240,9 +241,9 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     tiny_config(repo, workdir, mars=config["mars"], **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
-    # Their answers and features per language, only mock-20's three new pairs per language, and
-    # the aggregate rules.
-    per_model = {"generate_answers": 4, "deterministic_features": 4, "embedding_features": 4, "merge_features": 4}
+    # Their answers and features (one job per model and stage, every language in it), only
+    # mock-20's three new pairs per language, and the aggregate rules.
+    per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
     aggregate = {"bradley_terry": 2, "surrogate": 2, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 6, "mars_scores": 2, **aggregate}
@@ -254,8 +255,8 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogate on.
     tiny_config(repo, workdir, mars=config["mars"], **{**config["models"], "new-model": models["new-model"]})
     dry = snakemake(repo, workdir, "-n")
-    assert scheduled_jobs(dry.stdout) == {"generate_answers": 2, "deterministic_features": 2,
-                                          "embedding_features": 2, "merge_features": 2, "surrogate": 2,
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1,
+                                          "embedding_features": 1, "merge_features": 1, "surrogate": 2,
                                           "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
                                           "arena_plots": 1, "all": 1}
     tiny_config(repo, workdir, mars=config["mars"], **config["models"])
@@ -374,10 +375,10 @@ def test_cluster_dry_run_requests_gpus_per_model(repo):
         cwd=repo, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    jobs = re.findall(r"output: results/answers/([^/]+)/\S+\n(?:.*\n)*?\s+resources: ([^\n]+)", result.stdout)
+    jobs = re.findall(r"output: results/answers/([^/]+)/[^\n]+\n(?:.*\n)*?\s+resources: ([^\n]+)", result.stdout)
     gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
     assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
-    assert len(jobs) == 6 * 18
+    assert len(jobs) == 6  # one generation job per model, for all 18 languages
 
 
 def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path):
