@@ -47,13 +47,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from polyrag.arena.adaptive import AdaptiveSettings, exhaustive_units, parse_budget, run_rounds
+from polyrag.arena.adaptive import (AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds, played_units,
+                                    run_rounds)
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import read_games, win_matrix
 from polyrag.config import model_pairs
@@ -127,37 +129,234 @@ def tau(x, y) -> float:
     return kendalltau(x, y).statistic
 
 
-def designs(criterion_settings: dict[str, AdaptiveSettings]) -> dict[str, AdaptiveSettings]:
-    return criterion_settings
+DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0), "adaptive": AdaptiveSettings(bootstrap=0)}
 
 
-def ranking_table(args, settings_by_design: dict[str, AdaptiveSettings], scenarios=SCENARIOS) -> pd.DataFrame:
-    rows = []
-    for scenario in scenarios:
-        for seed in range(args.seeds):
-            rng = rng_for(seed, "bench_adaptive", scenario)
-            truth = true_strengths(scenario, args.models, rng)
-            models = list(truth.index)
-            exhaustive = simulate(truth, args.questions, args.tie_prob, rng)
-            questions = sorted(exhaustive["query_id"].unique())
-            full = logits(exhaustive, models)
-            rows.append({"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
-                         "tau_truth": tau(full, truth), "tau_exhaustive": 1.0})
-            for name, settings in settings_by_design.items():
-                for share, games in design_games(exhaustive, models, questions, SHARES, settings, seed,
-                                                 scenario).items():
-                    fitted = logits(games, models)
-                    rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
-                                 "tau_truth": tau(fitted, truth), "tau_exhaustive": tau(fitted, full)})
-    return pd.DataFrame(rows)
+def coverage(games: pd.DataFrame, models: list[str], truth: pd.Series, n_bootstrap: int, seed: int) -> dict:
+    """Coverage of the leaderboard's 95% bootstrap intervals (``bradley_terry``): per model, of
+    the centred true strength (the fit's logits have mean 0); per adjacent pair of the true
+    order, of the true difference by the percentile interval of the bootstrap differences."""
+    table, bootstrap, _ = bradley_terry(games, models, ALPHA, n_bootstrap, rng_for(seed, "bench_adaptive_bootstrap"))
+    table = table.set_index("model").loc[models]
+    centred = truth[models] - truth[models].mean()
+    covered = (table["ci_low"] <= centred) & (centred <= table["ci_high"])
+    samples = bootstrap.pivot(index="tournament", columns="model", values="logit")
+    order = truth.sort_values(ascending=False).index
+    differences = samples[order[:-1]].to_numpy() - samples[order[1:]].to_numpy()
+    low, high = np.percentile(differences, [2.5, 97.5], axis=0)
+    true_difference = truth[order[:-1]].to_numpy() - truth[order[1:]].to_numpy()
+    return {"model_coverage": covered.mean(), "pair_coverage": ((low <= true_difference) & (true_difference <= high)).mean(),
+            "ci_width": (table["ci_high"] - table["ci_low"]).mean()}
+
+
+def simulated_arena(scenario: str, seed: int, args, extra_model: bool = False, tie_prob: float | None = None):
+    rng = rng_for(seed, "bench_adaptive", scenario)
+    truth = true_strengths(scenario, args.models, rng)
+    if extra_model:
+        truth["new"] = rng.uniform(truth.min(), truth.max())
+    exhaustive = simulate(truth, args.questions, args.tie_prob if tie_prob is None else tie_prob, rng)
+    return truth, exhaustive, sorted(exhaustive["query_id"].unique())
+
+
+def scenario_seed(task: tuple) -> list[dict]:
+    """Tau rows for one scenario and seed: every design at every share."""
+    scenario, seed, args, designs = task
+    truth, exhaustive, questions = simulated_arena(scenario, seed, args)
+    models = list(truth.index)
+    full = logits(exhaustive, models)
+    rows = [{"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
+             "tau_truth": tau(full, truth), "tau_exhaustive": 1.0}]
+    for name, settings in designs.items():
+        for share, games in design_games(exhaustive, models, questions, SHARES, settings, seed, scenario).items():
+            fitted = logits(games, models)
+            rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
+                         "tau_truth": tau(fitted, truth), "tau_exhaustive": tau(fitted, full)})
+    return rows
+
+
+COVERAGE_SHARES = (0.25, 0.50)
+
+
+def coverage_seed(task: tuple) -> list[dict]:
+    """Coverage rows for one scenario and seed, verdicts without ties: with ties as half wins the
+    fit estimates strengths compressed towards 0, not the simulated ones (``--tie-prob``)."""
+    scenario, seed, args = task
+    truth, exhaustive, questions = simulated_arena(scenario, seed, args, tie_prob=0.0)
+    models = list(truth.index)
+    rows = [{"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
+             **coverage(exhaustive, models, truth, args.bootstrap, seed)}]
+    for name, settings in DESIGNS.items():
+        for share, games in design_games(exhaustive, models, questions, COVERAGE_SHARES, settings, seed,
+                                         scenario).items():
+            rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
+                         **coverage(games, models, truth, args.bootstrap, seed)})
+    return rows
+
+
+def parallel(function, tasks: list, jobs: int) -> list:
+    if jobs == 1:
+        return [function(task) for task in tasks]
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(function, tasks))
 
 
 def summarise(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    table = rows.groupby(keys, sort=False).agg(
-        tau_truth=("tau_truth", "mean"), tau_truth_sd=("tau_truth", "std"),
-        tau_exhaustive=("tau_exhaustive", "mean"), tau_exhaustive_sd=("tau_exhaustive", "std"),
-        seeds=("seed", "nunique")).reset_index()
+    """Mean and standard deviation over seeds, as ``mean ± sd``."""
+    grouped = rows.groupby(keys, sort=False)
+    table = grouped.size().rename("seeds").reset_index()
+    for column in ("tau_truth", "tau_exhaustive"):
+        mean, sd = grouped[column].mean().to_numpy(), grouped[column].std().fillna(0).to_numpy()
+        table[column] = [f"{m:.3f} ± {s:.3f}" for m, s in zip(mean, sd)]
     return table
+
+
+def ranking_tables(args) -> None:
+    tasks = [(scenario, seed, args, DESIGNS) for scenario in SCENARIOS for seed in range(args.seeds)]
+    rows = pd.DataFrame([row for rows in parallel(scenario_seed, tasks, args.jobs) for row in rows])
+    rows["calls"] = (rows["share"] * 2 * exhaustive_units(args.models, args.questions)).round().astype(int)
+    print(f"\nKendall tau of the BT ranking with the true strengths and with the exhaustive design's BT ranking "
+          f"(same verdicts): {args.models} models, {args.questions} questions, {args.tie_prob:.0%} ties, "
+          f"mean ± sd over {args.seeds} seeds; calls = judge calls per language")
+    table = summarise(rows, ["scenario", "share", "calls", "design"])
+    print(table.to_string(index=False))
+    paired = rows[rows["design"] != "exhaustive"].pivot_table(index=["scenario", "share", "seed"], columns="design",
+                                                               values="tau_exhaustive")
+    gain = (paired["adaptive"] - paired["random"]).groupby(level=[0, 1], sort=False)
+    print("\nAdaptive minus random, tau with the exhaustive ranking, paired by seed: mean, standard error, "
+          "seeds where adaptive is ahead / behind")
+    print(pd.DataFrame({"mean": gain.mean(), "se": gain.std() / np.sqrt(gain.size()),
+                        "ahead": gain.apply(lambda d: int((d > 0).sum())),
+                        "behind": gain.apply(lambda d: int((d < 0).sum()))}).reset_index().to_string(
+        index=False, float_format=lambda x: f"{x:.3f}"))
+
+
+def coverage_table(args) -> None:
+    tasks = [(scenario, seed, args) for scenario in SCENARIOS for seed in range(args.coverage_seeds)]
+    cover = pd.DataFrame([row for rows in parallel(coverage_seed, tasks, args.jobs) for row in rows])
+    print(f"\nCoverage of the 95% bootstrap intervals ({args.bootstrap} tournaments resampling questions, as "
+          f"the leaderboard) on verdicts without ties (where BT is the true model), {args.coverage_seeds} seeds x "
+          f"{args.models} models: model = centred true strength in the model's interval; adjacent pair = true "
+          "difference of adjacent models (true order) in the interval of the bootstrap differences")
+    summary = cover.groupby(["scenario", "share", "design"], sort=False).agg(
+        model_coverage=("model_coverage", "mean"), adjacent_pair_coverage=("pair_coverage", "mean"),
+        mean_ci_width=("ci_width", "mean")).reset_index()
+    print(summary.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
+def design_table(args) -> None:
+    """The design choices on the close and spread scenarios."""
+    variants = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
+                "information": AdaptiveSettings(criterion="information", bootstrap=0),
+                "ranking (default)": AdaptiveSettings(bootstrap=0),
+                "ranking, block 5": AdaptiveSettings(block=5, bootstrap=0),
+                "ranking, block 25": AdaptiveSettings(block=25, bootstrap=0),
+                "ranking, whole pairs": AdaptiveSettings(block=args.questions, bootstrap=0),
+                "ranking, growth 1 (190-unit rounds)": AdaptiveSettings(growth=1.0, bootstrap=0),
+                "ranking, growth 2": AdaptiveSettings(growth=2.0, bootstrap=0),
+                "ranking, 2 cycles in round 0": AdaptiveSettings(cycles=2, bootstrap=0)}
+    tasks = [(scenario, seed, args, variants) for scenario in ("spread", "close") for seed in range(args.design_seeds)]
+    rows = pd.DataFrame([row for rows in parallel(scenario_seed, tasks, args.jobs) for row in rows])
+    rows = rows[rows["design"] != "exhaustive"]
+    means = rows.pivot_table(index=["scenario", "design"], columns="share", values="tau_exhaustive", sort=False)
+    rounds = {name: planned_rounds(parse_budget({"share": 0.5}, args.models, args.questions), args.models, settings)
+              for name, settings in variants.items()}
+    means["rounds to 50%"] = [rounds[name] for _, name in means.index]
+    print(f"\nDesign choices: tau with the exhaustive ranking, mean over {args.design_seeds} seeds, by share of calls")
+    print(means.reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
+PLACEMENT_CALLS = (400, 1000)  # checkpoints between the placement games and the whole added budget
+
+
+def placement_seed(task: tuple) -> list[dict]:
+    """A 20th model joins an arena of 19 judged at ``share`` of their exhaustive design; the
+    budget grows to ``share`` of the 20-model design. Its placement games go against the
+    neighbours predicted by a surrogate with ``noise`` (sd of its logit error; ``None``: a
+    no-skill surrogate whose ranking is random)."""
+    scenario, seed, args, share, noises = task
+    truth, exhaustive, questions = simulated_arena(scenario, seed, args, extra_model=True)
+    models = list(truth.index)
+    old = [m for m in models if m != "new"]
+    judge, settings = Lookup(exhaustive), AdaptiveSettings(bootstrap=0)
+    before, rounds_before, _ = run_rounds(old, questions, judge, parse_budget({"share": share}, len(old), len(questions)),
+                                          settings, seed, scenario)
+    budget = parse_budget({"share": share}, len(models), len(questions))
+    full = logits(exhaustive, models)
+    true_rank = truth.rank(ascending=False)["new"]
+
+    def rank_error(games: pd.DataFrame) -> float:
+        return abs(pd.Series(logits(games, models), index=models).rank(ascending=False)["new"] - true_rank)
+
+    # a rerun from scratch with 20 models: the units it shares with the 19-model run are cached
+    scratch, _, _ = run_rounds(models, questions, judge, budget, settings, seed, scenario)
+    rerun_calls = 2 * len(played_units(scratch) - played_units(before))
+    rows = []
+    for noise in noises:
+        rng = rng_for(seed, "bench_adaptive_surrogate", scenario, noise)
+        predicted = dict(zip(models, rng.permutation(truth.to_numpy()) if noise is None
+                             else truth.to_numpy() + rng.normal(0, noise, len(models))))
+        after, rounds, _ = run_rounds(models, questions, judge, budget, settings, seed, scenario, games=before,
+                                      predicted=predicted, first_round=len(rounds_before))
+        added = after.iloc[len(before):]
+        placement_units = len(rounds[0])  # a smaller budget spends a prefix of these rounds
+        errors = {f"rank_error@{2 * units}": rank_error(pd.concat([before, prefix_games(added, rounds, units)]))
+                  for units in (placement_units, *(calls // 2 for calls in PLACEMENT_CALLS))}
+        of_new = (added["model_a"] == "new") | (added["model_b"] == "new")
+        rows.append({"scenario": scenario, "surrogate": "no skill (random)" if noise is None else f"noise sd {noise}",
+                     "seed": seed, **errors, f"rank_error@{len(added)}": rank_error(after),
+                     "calls_on_new": int(of_new.sum()), "tau_exhaustive": tau(logits(after, models), full),
+                     "rerun_calls": rerun_calls, "exhaustive_calls": 2 * len(old) * len(questions)})
+    return rows
+
+
+def placement_table(args) -> None:
+    share = 0.5
+    tasks = [(scenario, seed, args, share, (0.25, 1.0, None)) for scenario in ("spread", "close")
+             for seed in range(args.placement_seeds)]
+    rows = pd.DataFrame([row for rows in parallel(placement_seed, tasks, args.jobs) for row in rows])
+    print(f"\nAdding a model under a {share:.0%} budget: 19 models judged adaptively, then a 20th (true strength "
+          f"uniform in their range); the budget grows to {share:.0%} of the 20-model design. Placement: "
+          f"{AdaptiveSettings().neighbours} predicted neighbours x {AdaptiveSettings().block} questions, then the "
+          "rounds. rank_error@C: |fitted - true rank| of the new model after C added calls; calls_on_new: of "
+          f"all added calls; mean over {args.placement_seeds} seeds. rerun_calls: calls not judged before if the "
+          "20-model design is instead recomputed from scratch (the LLM cache answers the rest); exhaustive_calls: "
+          "2 x 19 x questions")
+    table = rows.groupby(["scenario", "surrogate"], sort=False).mean(numeric_only=True).drop(columns="seed")
+    print(table.reset_index().to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+
+
+def verdicts_mode(args) -> None:
+    """Subsample the exhaustive verdicts that exist, per language, with each design."""
+    folders = sorted(d for d in Path(args.judgments).iterdir() if d.is_dir())
+    if not folders:
+        raise SystemExit(f"{args.judgments}: no language folders ({{lang}}/*.parquet)")
+    rows, notes = [], []
+    for folder in folders:
+        games = read_games(sorted(folder.glob("*.parquet")))
+        models = sorted(set(games["model_a"]) | set(games["model_b"]))
+        questions = sorted(games["query_id"].unique())
+        existing, total = len(played_units(games)), exhaustive_units(len(models), len(questions))
+        notes.append(f"{folder.name}: {len(models)} models, {len(questions)} questions, {len(games)} games, "
+                     f"{existing}/{total} units judged")
+        full = logits(games, models)
+        for seed in range(args.seeds):
+            for name, settings in DESIGNS.items():
+                for share, sample in design_games(games, models, questions, SHARES, settings, seed, folder.name).items():
+                    rows.append({"lang": folder.name, "share": share, "design": name, "seed": seed,
+                                 "tau_truth": np.nan, "tau_exhaustive": tau(logits(sample, models), full)})
+    print("\n".join(["", *notes, "units a design chooses that have no verdict count as spent, with no game", ""]))
+    print(f"Kendall tau with the BT ranking of all verdicts, mean ± sd over {args.seeds} design seeds")
+    print(summarise(pd.DataFrame(rows), ["lang", "share", "design"]).drop(columns="tau_truth").to_string(index=False))
+
+
+def write_simulated(folder: Path, args) -> None:
+    """Two languages of simulated exhaustive judgments in the layout of results/judgments/{judge}."""
+    from bench_arena import write_judgments  # the layout rule judge_pair writes
+
+    for lang, scenario in (("xx", "spread"), ("yy", "close")):
+        _, games, _ = simulated_arena(scenario, 0, args)
+        write_judgments(games, folder / lang)
+    print(f"wrote {folder}/xx (spread scenario) and {folder}/yy (close scenario)")
 
 
 def main() -> None:
@@ -166,17 +365,30 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--tie-prob", type=float, default=0.1)
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--coverage-seeds", type=int, default=20, help="seeds of the coverage table; 0: none")
+    parser.add_argument("--bootstrap", type=int, default=100, help="tournaments of the coverage intervals")
+    parser.add_argument("--placement-seeds", type=int, default=10, help="0: no placement table")
     parser.add_argument("--design-table", action="store_true")
-    parser.add_argument("--coverage-seeds", type=int, default=30)
-    parser.add_argument("--bootstrap", type=int, default=200)
+    parser.add_argument("--design-seeds", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=1, help="processes")
     parser.add_argument("--judgments", help="a judge's judgments folder: {lang}/{model_a}__{model_b}.parquet")
-    parser.add_argument("--write-simulated", help="write one simulated exhaustive arena into this folder and exit")
+    parser.add_argument("--write-simulated", help="write simulated exhaustive judgments into this folder and exit")
     args = parser.parse_args()
     start = time.perf_counter()
-    rows = ranking_table(args, {"random": AdaptiveSettings(criterion="random", bootstrap=0),
-                                "adaptive": AdaptiveSettings(bootstrap=0)})
-    print(summarise(rows, ["scenario", "design", "share"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print(f"{time.perf_counter() - start:.0f} s")
+    if args.write_simulated:
+        write_simulated(Path(args.write_simulated), args)
+        return
+    if args.judgments:
+        verdicts_mode(args)
+    else:
+        ranking_tables(args)
+        if args.coverage_seeds:
+            coverage_table(args)
+        if args.placement_seeds:
+            placement_table(args)
+        if args.design_table:
+            design_table(args)
+    print(f"\n{time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

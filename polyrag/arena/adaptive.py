@@ -22,7 +22,7 @@ Rounds:
   ``random`` picks unjudged units uniformly (the baseline). After each pick the covariance is
   updated, so one round spreads its picks instead of repeating the best pair. Round k has
   ``growth**k`` times the units of round 0 (1.5 by default): small rounds while the fit rests on
-  few games, and few rounds in all (9 to spend half of the exhaustive design of 19 models).
+  few games, and few rounds in all (8 to spend half of the exhaustive design of 19 models, 10 for all).
 - **Questions** of a pair are taken in a seeded order of that pair (``question_order``): block k
   of a pair is the next ``block`` questions of its order that it has not played. Orders do not
   depend on the other models, so a pair's questions stay the same when a model is added.
@@ -166,6 +166,12 @@ class QuestionQueue:
     def take(self, pair: tuple[str, str], m: int) -> list[str]:
         taken, self.left[pair] = self.left[pair][:m], self.left[pair][m:]
         return taken
+
+
+def questions_by_pair(units: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
+    """The question ids each pair of a round is judged on (in both orders): what one judging job
+    of that pair reads from the round's file."""
+    return {pair: frame["query_id"].tolist() for pair, frame in units.groupby(["model_a", "model_b"], sort=True)}
 
 
 def round_zero(models: list[str], questions: list[str], settings: AdaptiveSettings, seed: int, lang: str,
