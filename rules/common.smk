@@ -74,12 +74,6 @@ def all_targets():
         expand("results/data/{lang}.parquet", lang=LANGUAGES)
         + expand("results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
         + expand("results/features/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
-        + [
-            f"results/judgments/{judge}/{lang}/{a}__{b}.parquet"
-            for judge in JUDGES
-            for lang in LANGUAGES
-            for a, b in PAIRS
-        ]
         + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES)
         + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png"]
@@ -94,9 +88,16 @@ def judge_roles(wildcards):
     return configured_judge_roles(config)
 
 
+def judgment_paths(judge, lang):
+    """The games of one judge and language: a file per pair, or one file of every pair for a
+    judge on local weights (one job writes them all; one file keeps the DAG small)."""
+    if judge in LOCAL_MODEL_JUDGES:
+        return [f"results/judgments/{judge}/{lang}/games.parquet"] if PAIRS else []
+    return [f"results/judgments/{judge}/{lang}/{a}__{b}.parquet" for a, b in PAIRS]
+
+
 def judgment_files(wildcards):
-    """Every pair's judgments of one judge and language."""
-    return [f"results/judgments/{wildcards.judge}/{wildcards.lang}/{a}__{b}.parquet" for a, b in PAIRS]
+    return judgment_paths(wildcards.judge, wildcards.lang)
 
 
 def feature_groups():
@@ -127,6 +128,7 @@ def llm_feature_resource(name):
 
 def pair_files(judge, lang, model_a, model_b):
     """Where the judge_pairs script reads one pair's answers and writes its games."""
+    games = "games.parquet" if judge in LOCAL_MODEL_JUDGES else f"{model_a}__{model_b}.parquet"
     return {
         "lang": lang,
         "model_a": model_a,
@@ -134,7 +136,7 @@ def pair_files(judge, lang, model_a, model_b):
         "questions": f"results/data/{lang}.parquet",
         "answers_a": f"results/answers/{model_a}/{lang}.parquet",
         "answers_b": f"results/answers/{model_b}/{lang}.parquet",
-        "output": f"results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet",
+        "output": f"results/judgments/{judge}/{lang}/{games}",
     }
 
 

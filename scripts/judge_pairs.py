@@ -1,6 +1,6 @@
-"""Snakemake entry point of rules judge_pair and judge_pairs_local_model: for each pair in
-params.pairs, results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet, with the judge
-opened once for all of them."""
+"""Snakemake entry point of rules judge_pair and judge_pairs_local_model: the games of each pair
+in params.pairs, written to the pair's output (a file per pair, or per language for a judge on
+local weights), with the judge opened once for all of them."""
 
 import logging
 
@@ -15,6 +15,7 @@ from polyrag.logs import run_logged
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     name, judge, cache_dir = sm.wildcards.judge, sm.params.judge, sm.params.cache_dir
+    games = {}  # output path: rows, in the order of the pairs
     llm = None
     if judge["backend"] not in ("recorded", "reference"):
         llm = open_llm(name, judge, cache_dir=cache_dir, seed=sm.params.judging["seed"])
@@ -31,10 +32,12 @@ def main() -> None:
                 rows = judge_with_reference(items, model_a, model_b, judge, e5_store(cache_dir))
             else:
                 rows = judge_with_llm(llm, items, model_a, model_b, sm.params.judging)
-            write_games(rows, pair["output"])
+            games.setdefault(pair["output"], []).extend(rows)
     finally:
         if llm is not None:
             llm.close()
+    for output, rows in games.items():
+        write_games(rows, output)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

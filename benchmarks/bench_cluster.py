@@ -1,0 +1,122 @@
+"""How the users' cluster command is shaped at MIRAGE-BENCH scale: configs/mirage-bench.yaml with
+its model list grown to 20 models (19 judged: 171 pairs) over its 18 languages, dry-run through
+profiles/slurm exactly as users run it.
+
+    .venv/bin/python benchmarks/bench_cluster.py [--models 20] [--repeats 3]
+
+Prints, per rule, the jobs scheduled, where they run (an sbatch submission, or the submitting
+node for local rules) and how many times each GPU model is loaded; then the totals against the
+targets: at most 500 submissions, one load per model and stage, dry run under 10 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {"submissions": 500, "loads_per_model_and_stage": 1, "dry_run_s": 10.0}
+
+
+def scaled_config(models: int) -> dict:
+    """mirage-bench.yaml with vLLM models added (8B-class, like its own) up to ``models``."""
+    config = yaml.safe_load((REPO / "configs" / "mirage-bench.yaml").read_text())
+    template = config["models"]["qwen-2.5-7b-instruct"]
+    for index in range(len(config["models"]), models):
+        config["models"][f"vllm-model-{index:02d}"] = {**template, "model": f"example/model-{index:02d}"}
+    return config
+
+
+def dry_run(config_path: Path, workdir: Path) -> tuple[str, float]:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--profile",
+         str(REPO / "profiles" / "slurm"), "--configfile", str(config_path)],
+        cwd=workdir, capture_output=True, text=True,
+    )
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit(result.stderr[-3000:])
+    return result.stdout, seconds
+
+
+def local_rules() -> set[str]:
+    """Rules marked ``localrule: True`` in rules/*.smk (a dry run prints them like the others)."""
+    names = set()
+    for path in (REPO / "rules").glob("*.smk"):
+        for block in re.split(r"\n(?=rule \w+:)", path.read_text()):
+            if "    localrule: True" in block:
+                names.add(re.match(r"rule (\w+):", block).group(1))
+    return names
+
+
+def job_table(output: str) -> pd.DataFrame:
+    """One row per scheduled job: rule, local or not, its model wildcard, whether it asks for a GPU."""
+    local = local_rules() | {"all"}
+    rows = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
+        header = re.match(r"(local)?rule (\w+):\n", block)
+        if header is None:
+            continue
+        wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", (re.search(r"wildcards: ([^\n]+)", block) or ["", ""])[1]))
+        gpu = re.search(r"resources: [^\n]*\bgpu=(\d+)", block)
+        rows.append({"rule": header.group(2), "local": header.group(2) in local, "model": wildcards.get("model"),
+                     "judge": wildcards.get("judge"), "gpu": int(gpu.group(1)) if gpu else 0})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3, help="dry runs to time (the table uses the first)")
+    args = parser.parse_args()
+    config = scaled_config(args.models)
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(scratch)
+        config_path = workdir / "mirage-bench-scaled.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        runs = [dry_run(config_path, workdir) for _ in range(args.repeats)]
+    jobs = job_table(runs[0][0])
+    judged = sum(entry.get("judge", True) for entry in config["models"].values())
+    print(f"configs/mirage-bench.yaml scaled to {len(config['models'])} models ({judged} judged, "
+          f"{judged * (judged - 1) // 2} pairs) x {len(config['languages'])} languages, through profiles/slurm\n")
+
+    per_rule = jobs.groupby("rule", sort=False).agg(jobs=("rule", "size"), local=("local", "all"), gpu_jobs=("gpu", "sum"))
+    per_rule["sbatch"] = per_rule["jobs"].where(~per_rule["local"], 0)
+    # Loads of a GPU model per stage: jobs of one rule that load the same model (a model's own
+    # generation and features; a judge's own judging).
+    gpu_jobs = jobs[jobs["gpu"] > 0]
+    loads = Counter(zip(gpu_jobs["rule"], gpu_jobs["model"].fillna(gpu_jobs["judge"])))
+    per_rule["max_loads_per_model"] = [max((n for (rule, _), n in loads.items() if rule == name), default=0)
+                                       for name in per_rule.index]
+    print(per_rule.sort_values("jobs", ascending=False).to_string())
+
+    wall = [seconds for _, seconds in runs]
+    totals = {
+        "jobs scheduled": len(jobs),
+        "sbatch submissions": int(per_rule["sbatch"].sum()),
+        "jobs on the submitting node": int(jobs["local"].sum()),
+        "GPU jobs": int((jobs["gpu"] > 0).sum()),
+        "max loads of one GPU model in one stage": max(loads.values(), default=0),
+        "dry-run wall time, s (median)": round(statistics.median(wall), 1),
+        "dry-run wall time, s (each)": ", ".join(f"{s:.1f}" for s in wall),
+    }
+    print()
+    for name, value in totals.items():
+        print(f"{name:42s} {value}")
+    print(f"\ntargets: at most {TARGETS['submissions']} submissions, {TARGETS['loads_per_model_and_stage']} load per "
+          f"model and stage, dry run under {TARGETS['dry_run_s']:.0f} s on 2 cores")
+
+
+if __name__ == "__main__":
+    main()
