@@ -43,3 +43,28 @@ def sequence_classifier(path: Path, id2label: dict[int, str]) -> Path:
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+CAUSAL_SPECIAL = ["[UNK]", "[PAD]", "[BOS]", "[EOS]"]
+
+
+def causal_lm(path: Path, texts: list[str]) -> Path:
+    """A 2-layer Llama (q/k/v/o and gate/up/down projections, as LoRA targets) saved to ``path``,
+    with a word-level tokenizer trained on ``texts`` that adds BOS to plain text, as Gemma's does."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    raw = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    raw.train_from_iterator(list(texts) * 2, trainers.WordLevelTrainer(special_tokens=CAUSAL_SPECIAL))
+    bos = raw.token_to_id("[BOS]")
+    raw.post_processor = processors.TemplateProcessing(single="[BOS] $A", pair="[BOS] $A $B", special_tokens=[("[BOS]", bos)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]",
+                                        bos_token="[BOS]", eos_token="[EOS]")
+    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=bos, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -9,7 +9,8 @@ from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 
 # Keys of a model entry that are not backend options.
-WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources", "response_prefix", "stop"}
+WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
+                 "contestants", "max_questions"}
 
 
 def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> Backend:
@@ -26,7 +27,7 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
     if backend == "transformers":
         from polyrag.llm.transformers_backend import TransformersBackend
 
-        return TransformersBackend(**options)
+        return TransformersBackend(cache_dir=cache_dir, **options)
     if backend == "llama_cpp":
         from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 

