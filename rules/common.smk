@@ -34,6 +34,18 @@ except ConfigError as error:
     # One line naming the file and key, before any job is scheduled.
     raise WorkflowError(f"invalid config: {error}") from None
 
+
+onstart:
+    # On SLURM, stop before the first job where job states could never be read (see polyrag/cluster.py).
+    if workflow.executor_plugin.name == "slurm":
+        from polyrag.cluster import check_slurm_run
+
+        try:
+            check_slurm_run(workflow.executor_settings)
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
+
+
 LANGUAGES = config["languages"]
 MODELS = list(config["models"])
 JUDGES = list(config["judges"])

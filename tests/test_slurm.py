@@ -100,3 +100,24 @@ def slurm_job(job_id: str) -> dict[str, str]:
     """scontrol's record of one job as key=value pairs (the -o form: one line)."""
     shown = subprocess.run(["scontrol", "show", "job", "-o", "-d", job_id], capture_output=True, text=True, check=True)
     return dict(field.split("=", 1) for field in shown.stdout.split() if "=" in field)
+
+
+def test_sacct_without_accounting_database_stops_the_run_with_what_to_set(slurm_cluster, repo, tmp_path):
+    """This cluster has no slurmdbd: with sacct as the status command the plugin would wait for
+    ever for the first job. The run stops before submitting anything and says what to set."""
+    write_config(tmp_path, repo)
+    result = run_snakemake(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"),
+                           "--slurm-status-command", "sacct")
+    assert result.returncode != 0
+    assert "sacct cannot report job states on this cluster" in result.stderr
+    assert "slurm-status-command: squeue" in result.stderr
+    assert "submitted with SLURM jobid" not in result.stdout + result.stderr
+
+
+def test_status_command_the_plugin_will_use():
+    from polyrag.cluster import status_command_in_use
+
+    # squeue forgets finished jobs after MinJobAge; under 3 x the first wait the plugin takes sacct.
+    assert status_command_in_use("squeue", 300, 40) == "squeue"
+    assert status_command_in_use("squeue", 60, 40) == ("sacct" if shutil.which("sacct") else "squeue")
+    assert status_command_in_use("sacct", 300, 40) == "sacct"
