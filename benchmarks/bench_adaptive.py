@@ -16,9 +16,11 @@ verdicts and the exhaustive fit is the ranking the designs try to reach at a fra
 
 Designs, each at 10%, 25%, 50% of the exhaustive calls (100% is the exhaustive design itself):
 
-- ``random``: round 0 (the same connected cycle as adaptive), then units drawn uniformly from
+- ``random``: round 0 (the same connected cycle as the others), then units drawn uniformly from
   the unjudged ones, round after round (``criterion="random"``);
-- ``adaptive``: ``polyrag.arena.adaptive`` with its defaults (criterion ``ranking``).
+- ``information``: ``polyrag.arena.adaptive`` with its defaults (the A-optimal criterion);
+- ``ranking``: the same with ``criterion="ranking"`` (pairs weighted by the probability that
+  their order is wrong).
 
 A run to 50% records its games at each smaller budget: a run with a smaller budget judges exactly
 the first units of a larger one (rounds are fixed sizes and each round's picks are ordered; the
@@ -26,20 +28,27 @@ test suite checks this), so one run per seed serves every budget. Kendall tau (s
 of the BT logits with the true strengths and with the exhaustive BT logits, mean and standard
 deviation over ``--seeds`` seeds (20).
 
-``--design-table`` adds the design choices on the ``close`` scenario: criterion, block size
-(questions per pick; ``block = questions`` is whole pairs), round size.
+``--design-table`` adds the design choices on the ``spread`` and ``close`` scenarios (``--design-seeds``): criterion, block size
+(questions per pick; ``block = questions`` is whole pairs), round growth, round 0.
 
-Coverage (``--coverage-seeds``, 0 to skip): share of models whose centred true strength lies in
-the 95% bootstrap interval of ``bradley_terry`` (the leaderboard's intervals, ``--bootstrap``
-tournaments), and of adjacent true-order pairs whose true difference lies in the percentile
-interval of the bootstrap differences, for the exhaustive design, random and adaptive at 25% and 50%.
+Coverage (``--coverage-seeds``, 0 to skip), on verdicts simulated without ties (with ties as
+half wins the fit estimates strengths compressed towards 0, so no design covers the simulated
+ones): share of models whose centred true strength lies in the 95% bootstrap interval of
+``bradley_terry`` (the leaderboard's intervals, ``--bootstrap`` tournaments), and of adjacent
+true-order pairs whose true difference lies in the percentile interval of the bootstrap
+differences, for the exhaustive design and each design at 25% and 50%.
+
+Placement (``--placement-seeds``, 0 to skip): a 20th model joins 19 judged at 50%; its
+placement games go against the neighbours a simulated surrogate predicts (logit error sd 0.25,
+1.0, or a random ranking), then the rounds spend the grown budget; rank error of the new model
+after 80, 400, 1000 and 1900 added calls, and the cost of recomputing the design from scratch.
 
 Verdicts mode (``--judgments DIR``): the exhaustive verdicts that exist in
 ``DIR/{lang}/*.parquet`` (``results/judgments/{judge}``) are subsampled by each design: tau with
 the exhaustive ranking per language (there is no truth). ``--write-simulated DIR`` writes one
 simulated exhaustive arena in that layout, to try the mode.
 
-    .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--design-table] [--coverage-seeds 30]
+    .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--coverage-seeds 10] [--design-table] [--jobs 2]
     .venv/bin/python benchmarks/bench_adaptive.py --judgments results/judgments/gpt-4o
 """
 
@@ -129,7 +138,9 @@ def tau(x, y) -> float:
     return kendalltau(x, y).statistic
 
 
-DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0), "adaptive": AdaptiveSettings(bootstrap=0)}
+DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
+           "information": AdaptiveSettings(criterion="information", bootstrap=0),  # the default
+           "ranking": AdaptiveSettings(criterion="ranking", bootstrap=0)}
 
 
 def coverage(games: pd.DataFrame, models: list[str], truth: pd.Series, n_bootstrap: int, seed: int) -> dict:
@@ -221,13 +232,15 @@ def ranking_tables(args) -> None:
     print(table.to_string(index=False))
     paired = rows[rows["design"] != "exhaustive"].pivot_table(index=["scenario", "share", "seed"], columns="design",
                                                                values="tau_exhaustive")
-    gain = (paired["adaptive"] - paired["random"]).groupby(level=[0, 1], sort=False)
     print("\nAdaptive minus random, tau with the exhaustive ranking, paired by seed: mean, standard error, "
           "seeds where adaptive is ahead / behind")
-    print(pd.DataFrame({"mean": gain.mean(), "se": gain.std() / np.sqrt(gain.size()),
-                        "ahead": gain.apply(lambda d: int((d > 0).sum())),
-                        "behind": gain.apply(lambda d: int((d < 0).sum()))}).reset_index().to_string(
-        index=False, float_format=lambda x: f"{x:.3f}"))
+    gains = []
+    for criterion in ("information", "ranking"):
+        gain = (paired[criterion] - paired["random"]).groupby(level=[0, 1], sort=False)
+        gains.append(pd.DataFrame({"criterion": criterion, "mean": gain.mean(), "se": gain.std() / np.sqrt(gain.size()),
+                                   "ahead": gain.apply(lambda d: int((d > 0).sum())),
+                                   "behind": gain.apply(lambda d: int((d < 0).sum()))}).reset_index())
+    print(pd.concat(gains).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
 
 def coverage_table(args) -> None:
@@ -246,14 +259,14 @@ def coverage_table(args) -> None:
 def design_table(args) -> None:
     """The design choices on the close and spread scenarios."""
     variants = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
-                "information": AdaptiveSettings(criterion="information", bootstrap=0),
-                "ranking (default)": AdaptiveSettings(bootstrap=0),
-                "ranking, block 5": AdaptiveSettings(block=5, bootstrap=0),
-                "ranking, block 25": AdaptiveSettings(block=25, bootstrap=0),
-                "ranking, whole pairs": AdaptiveSettings(block=args.questions, bootstrap=0),
-                "ranking, growth 1 (190-unit rounds)": AdaptiveSettings(growth=1.0, bootstrap=0),
-                "ranking, growth 2": AdaptiveSettings(growth=2.0, bootstrap=0),
-                "ranking, 2 cycles in round 0": AdaptiveSettings(cycles=2, bootstrap=0)}
+                "information (default)": AdaptiveSettings(bootstrap=0),
+                "ranking": AdaptiveSettings(criterion="ranking", bootstrap=0),
+                "information, block 5": AdaptiveSettings(block=5, bootstrap=0),
+                "information, block 25": AdaptiveSettings(block=25, bootstrap=0),
+                "information, whole pairs": AdaptiveSettings(block=args.questions, bootstrap=0),
+                "information, growth 1.2": AdaptiveSettings(growth=1.2, bootstrap=0),
+                "information, growth 2": AdaptiveSettings(growth=2.0, bootstrap=0),
+                "information, 2 cycles in round 0": AdaptiveSettings(cycles=2, bootstrap=0)}
     tasks = [(scenario, seed, args, variants) for scenario in ("spread", "close") for seed in range(args.design_seeds)]
     rows = pd.DataFrame([row for rows in parallel(scenario_seed, tasks, args.jobs) for row in rows])
     rows = rows[rows["design"] != "exhaustive"]
@@ -365,7 +378,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--tie-prob", type=float, default=0.1)
     parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--coverage-seeds", type=int, default=20, help="seeds of the coverage table; 0: none")
+    parser.add_argument("--coverage-seeds", type=int, default=10, help="seeds of the coverage table; 0: none")
     parser.add_argument("--bootstrap", type=int, default=100, help="tournaments of the coverage intervals")
     parser.add_argument("--placement-seeds", type=int, default=10, help="0: no placement table")
     parser.add_argument("--design-table", action="store_true")

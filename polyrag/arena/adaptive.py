@@ -39,6 +39,7 @@ and seed give the same units.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ class AdaptiveSettings:
     block: int = 10  # questions of one pair per pick
     growth: float = 1.5  # round k (k >= 1) has growth**k times the units of round 0
     cycles: int = 1  # random Hamiltonian cycles in round 0
-    criterion: str = "ranking"
+    criterion: str = "information"
     alpha: float = 0.01  # the Bradley-Terry penalty (arena.regularization)
     neighbours: int = 4  # placement opponents of a new model
     bootstrap: int = 100  # tournaments of the stopping rule each round; 0: stop on the budget alone
@@ -137,9 +138,12 @@ def round_zero_units(n_models: int, settings: AdaptiveSettings) -> int:
 
 def question_order(questions: list[str], model_a: str, model_b: str, seed: int, lang: str) -> list[str]:
     """The seeded order in which a pair takes up questions; it depends on the pair alone."""
-    a, b = sorted((model_a, model_b))
-    ordered = sorted(questions)
-    return [ordered[k] for k in rng_for(seed, "adaptive-questions", lang, a, b).permutation(len(ordered))]
+    return list(_question_order(tuple(sorted(questions)), *sorted((model_a, model_b)), seed, lang))
+
+
+@functools.lru_cache(maxsize=4096)  # every round asks again for every pair
+def _question_order(ordered: tuple[str, ...], a: str, b: str, seed: int, lang: str) -> tuple[str, ...]:
+    return tuple(ordered[k] for k in rng_for(seed, "adaptive-questions", lang, a, b).permutation(len(ordered)))
 
 
 def played_units(games: pd.DataFrame) -> set[tuple[str, str, str]]:
@@ -160,7 +164,8 @@ class QuestionQueue:
     def __init__(self, models: list[str], questions: list[str], played: set[tuple[str, str, str]], seed: int,
                  lang: str):
         self.pairs = model_pairs(models)
-        self.left = {pair: [q for q in question_order(questions, *pair, seed, lang) if (*pair, q) not in played]
+        ordered = tuple(sorted(questions))
+        self.left = {pair: [q for q in _question_order(ordered, *pair, seed, lang) if (*pair, q) not in played]
                      for pair in self.pairs}
 
     def take(self, pair: tuple[str, str], m: int) -> list[str]:
@@ -244,10 +249,12 @@ def relevance(logit: np.ndarray, covariance: np.ndarray, criterion: str) -> np.n
 
 
 def select_round(games: pd.DataFrame, models: list[str], questions: list[str], n_units: int,
-                 settings: AdaptiveSettings, seed: int, lang: str, round_index: int) -> pd.DataFrame:
+                 settings: AdaptiveSettings, seed: int, lang: str, round_index: int,
+                 played: set[tuple[str, str, str]] | None = None) -> pd.DataFrame:
     """The next ``n_units`` units (fewer when fewer are left), chosen by ``settings.criterion``,
-    with a ``score`` column: the drop in the design criterion of the pick the unit belongs to."""
-    queue = QuestionQueue(models, questions, played_units(games), seed, lang)
+    with a ``score`` column: the drop in the design criterion of the pick the unit belongs to.
+    ``played``: ``played_units(games)`` when the caller has it already."""
+    queue = QuestionQueue(models, questions, played_units(games) if played is None else played, seed, lang)
     if settings.criterion == "random":
         left = [(a, b, q) for (a, b), qs in queue.left.items() for q in qs]
         chosen = rng_for(seed, "adaptive-random", lang, round_index).permutation(len(left))[:n_units]
@@ -321,7 +328,7 @@ def next_round(games: pd.DataFrame, models: list[str], questions: list[str], bud
         if ranking_settled(table):
             return pd.DataFrame(columns=UNIT_COLUMNS), "ranking settled"
     n_units = min(left, round_units(len(models), settings, round_index))
-    return select_round(games, models, questions, n_units, settings, seed, lang, round_index), settings.criterion
+    return select_round(games, models, questions, n_units, settings, seed, lang, round_index, played), settings.criterion
 
 
 def run_rounds(models: list[str], questions: list[str], judge: Callable[[pd.DataFrame], pd.DataFrame],
