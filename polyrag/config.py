@@ -157,7 +157,7 @@ def check_semantics(config: dict, source: str) -> None:
     llm_features = config["features"]["llm"]
     if llm_features is not None:
         judge = config["judges"].get(llm_features["judge"])
-        if judge is None or judge["backend"] in ("reference", "recorded"):
+        if judge is None or judge["backend"] in NOT_LLM_JUDGES:
             raise ConfigError(f"{source}: features.llm.judge: {llm_features['judge']!r} is not an LLM judge under judges:")
     arena_judge = config["arena"]["judge"]
     if arena_judge is not None and arena_judge not in config["judges"]:
@@ -165,6 +165,7 @@ def check_semantics(config: dict, source: str) -> None:
     if config["judges"] and len(judged_models(config)) < 2:
         raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
                           f"found {judged_models(config)}")
+    check_judges(config, source)
     meta_eval = config["meta_eval"]
     if meta_eval is not None:
         from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
@@ -174,7 +175,7 @@ def check_semantics(config: dict, source: str) -> None:
                               f"list of annotations (one per annotator); {ONE_LABEL_HINT}")
         for name in meta_eval["llm_judges"]:
             judge = config["judges"].get(name)
-            if judge is None or judge["backend"] in ("reference", "recorded"):
+            if judge is None or judge["backend"] in NOT_LLM_JUDGES:
                 raise ConfigError(f"{source}: meta_eval.llm_judges: {name!r} is not an LLM judge under judges:")
         if "nli" in meta_eval["scorers"] and config["features"]["nli"] is None:
             raise ConfigError(f"{source}: meta_eval.scorers: nli needs an NLI model under features.nli")
@@ -207,6 +208,28 @@ def check_semantics(config: dict, source: str) -> None:
         check_mars(config, source)
 
 
+def check_judges(config: dict, source: str) -> None:
+    """Judge-only keys stay on judges; contestants are judged models; panel members are judges."""
+    for name, entry in config["models"].items():
+        for key in ("contestants", "max_questions"):
+            if entry.get(key) is not None:
+                raise ConfigError(f"{source}: models.{name}.{key}: only a judge under judges: takes {key}")
+    judged = judged_models(config)
+    for name, entry in config["judges"].items():
+        unknown = [model for model in entry.get("contestants") or [] if model not in judged]
+        if unknown:
+            raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judge: true "
+                              f"(judged models: {judged})")
+        if entry["backend"] != "panel":
+            continue
+        for member in entry["members"]:
+            if member not in config["judges"]:
+                raise ConfigError(f"{source}: judges.{name}.members: {member!r} is not a judge under judges:")
+            if config["judges"][member]["backend"] == "panel":
+                raise ConfigError(f"{source}: judges.{name}.members: {member!r} is a panel; a panel's members "
+                                  "are judges that give verdicts themselves")
+
+
 def check_mock_refusals(name: str, languages: list[str], source: str) -> None:
     """A mock system that errs can refuse (a corruption, and the fallback of the others): every
     question language needs its refusal in polyrag/prompts/mock_refusal.yaml."""
@@ -231,6 +254,7 @@ def judged_models(config: dict) -> list[str]:
 
 
 META_EVAL_RESERVED = ("data", "scores", "e5-similarity", "nli", "mars")
+NOT_LLM_JUDGES = ("reference", "recorded", "panel")  # judges that send no prompt to a language model
 
 
 def meta_evaluators(config: dict) -> list[str]:
@@ -243,7 +267,7 @@ def judge_roles(config: dict) -> dict[str, list[str]]:
     """LLM judges by what they do in the workflow (pairwise judging, LLM features)."""
     roles: dict[str, list[str]] = {}
     for name, entry in config["judges"].items():
-        if entry["backend"] not in ("reference", "recorded"):
+        if entry["backend"] not in NOT_LLM_JUDGES:
             roles.setdefault(name, []).append("pairwise")
     llm_features = config["features"]["llm"]
     if llm_features is not None:
@@ -258,6 +282,33 @@ LOCAL_WEIGHT_BACKENDS = ("vllm", "transformers", "llama_cpp")
 def judges_with_local_weights(config: dict) -> list[str]:
     """Judges whose model loads inside the job: they judge every pair in one job."""
     return [name for name, entry in config["judges"].items() if entry["backend"] in LOCAL_WEIGHT_BACKENDS]
+
+
+def panel_judges(config: dict) -> list[str]:
+    """Judges that vote with their members' verdicts (``backend: panel``)."""
+    return [name for name, entry in config["judges"].items() if entry["backend"] == "panel"]
+
+
+def judge_contestants(config: dict, judge: str) -> list[str]:
+    """The models a judge judges, sorted: its ``contestants`` (a panel: its members' together),
+    else every judged model."""
+    entry = config["judges"][judge]
+    if entry["backend"] == "panel":
+        return sorted(set().union(*(judge_contestants(config, member) for member in entry["members"])))
+    return sorted(entry.get("contestants") or judged_models(config))
+
+
+def judge_pairs(config: dict, judge: str) -> list[tuple[str, str]]:
+    """The model pairs a judge judges (a panel: every pair of its contestants that a member judged)."""
+    entry = config["judges"][judge]
+    if entry["backend"] == "panel":
+        return sorted(set().union(*(judge_pairs(config, member) for member in entry["members"])))
+    return model_pairs(judge_contestants(config, judge))
+
+
+def families(config: dict, section: str) -> dict[str, str]:
+    """``family`` of every model (``section="models"``) or judge that has one."""
+    return {name: entry["family"] for name, entry in config[section].items() if entry.get("family")}
 
 
 def arena_judge(config: dict) -> str | None:
@@ -292,8 +343,13 @@ def generation_settings(config: dict, model: str) -> dict:
     }
 
 
-def judging_settings(config: dict) -> dict:
-    return {**config["judging"], "seed": config["seed"]}
+def judging_settings(config: dict, judge: str | None = None) -> dict:
+    """Sampling of pairwise verdicts: judging:, with an LLM judge's own temperature and max_tokens,
+    its response_prefix (prefill) and stop strings, and the questions it judges (max_questions)."""
+    entry = config["judges"][judge] if judge else {}
+    own = {key: entry[key] for key in ("temperature", "max_tokens") if key in entry}
+    return {**config["judging"], **own, "seed": config["seed"], "response_prefix": entry.get("response_prefix"),
+            "stop": list(entry.get("stop") or []), "max_questions": entry.get("max_questions")}
 
 
 def check_mars(config: dict, source: str) -> None:

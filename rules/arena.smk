@@ -12,7 +12,8 @@ rule bradley_terry:
         tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
         diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
     params:
-        models=JUDGED,
+        models=contestants,
+        panel=lambda wildcards: wildcards.judge in PANEL_JUDGES,
         bootstrap=config["arena"]["bootstrap"],
         regularization=config["arena"]["regularization"],
         seed=config["seed"],
@@ -27,6 +28,66 @@ rule bradley_terry:
         "../envs/core.yaml"
     script:
         "../scripts/bradley_terry.py"
+
+
+# Style control (Chatbot Arena's): Bradley-Terry with the answers' length, citation count and share
+# of non-relevant citations as covariates, so a judge's taste for style is not counted as strength.
+rule style_control:
+    input:
+        games=judgment_files,
+        questions="results/data/{lang}.parquet",
+        answers=contestant_answers_in_language,
+    output:
+        table="results/arena/{judge}/{lang}/style_controlled.csv",
+        coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
+        bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
+    params:
+        models=contestants,
+        bootstrap=config["arena"]["bootstrap"],
+        regularization=config["arena"]["regularization"],
+        seed=config["seed"],
+    log:
+        "logs/arena/{judge}/{lang}/style_control.log",
+    benchmark:
+        "results/benchmarks/arena/{judge}/{lang}/style_control.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/style_control.py"
+
+
+# How the judges agree on the same games (Cohen's kappa) and whether a judge favours its own
+# family (self-preference), per language: needs every judge's games, runs on the submitting node.
+rule judge_agreement:
+    input:
+        lambda wildcards: [path for judge in JUDGES for path in judgment_paths(judge, wildcards.lang)],
+    output:
+        agreement="results/arena/{lang}/judge_agreement.csv",
+        self_preference="results/arena/{lang}/self_preference.csv",
+    params:
+        games=lambda wildcards: {judge: judgment_paths(judge, wildcards.lang) for judge in JUDGES},
+        panels={judge: config["judges"][judge]["members"] for judge in PANEL_JUDGES},
+        models=JUDGED,
+        model_family=families(config, "models"),
+        judge_family=families(config, "judges"),
+        bootstrap=config["arena"]["bootstrap"],
+        regularization=config["arena"]["regularization"],
+        seed=config["seed"],
+    localrule: True
+    log:
+        "logs/arena/{lang}/judge_agreement.log",
+    benchmark:
+        "results/benchmarks/arena/{lang}/judge_agreement.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/judge_agreement.py"
 
 
 rule surrogate:
@@ -67,6 +128,10 @@ rule leaderboard:
         surrogate_bootstrap=expand(
             "results/arena/{judge}/{lang}/surrogate_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
         ),
+        style_controlled=expand("results/arena/{judge}/{lang}/style_controlled.csv", judge=ARENA_JUDGE, lang=LANGUAGES),
+        style_bootstrap=expand(
+            "results/arena/{judge}/{lang}/style_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
+        ),
         mars=expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [],
     output:
         leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category="Leaderboard"),
@@ -98,6 +163,35 @@ rule leaderboard_table:
         "../envs/core.yaml"
     script:
         "../scripts/leaderboard_table.py"
+
+
+# The judges beside the leaderboard: diagnostics, agreement, self-preference, style and each
+# judge's ranking, as one page of the report and one CSV of the diagnostics.
+rule judges_table:
+    input:
+        diagnostics=expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES),
+        bradley_terry=expand("results/arena/{judge}/{lang}/bradley_terry.csv", judge=JUDGES, lang=LANGUAGES),
+        style_coefficients=expand("results/arena/{judge}/{lang}/style_coefficients.csv", judge=JUDGES, lang=LANGUAGES),
+        agreement=expand("results/arena/{lang}/judge_agreement.csv", lang=LANGUAGES) if len(JUDGES) > 1 else [],
+        self_preference=expand("results/arena/{lang}/self_preference.csv", lang=LANGUAGES) if len(JUDGES) > 1 else [],
+        credibility="results/meta_eval/judge_credibility.csv" if META_EVAL and META_EVAL["llm_judges"] else [],
+    output:
+        page=report("results/judges.html", caption="../report/judges.rst", category="Judges"),
+        diagnostics="results/judge_diagnostics.csv",
+    params:
+        judges=JUDGES,
+        languages=LANGUAGES,
+        arena_judge=ARENA_JUDGE,
+    localrule: True
+    log:
+        "logs/arena/judges_table.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/judges_table.py"
 
 
 rule arena_plots:

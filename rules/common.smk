@@ -6,6 +6,9 @@ from snakemake.exceptions import WorkflowError
 
 from polyrag.config import (
     arena_judge,
+    families,
+    judge_contestants,
+    judge_pairs,
     judge_roles as configured_judge_roles,
     meta_evaluators,
     generation_settings,
@@ -18,6 +21,7 @@ from polyrag.config import (
     mars_reference_pairs,
     model_pairs,
     model_resources,
+    panel_judges,
     validate_config,
     wrong_language_source,
 )
@@ -50,7 +54,8 @@ LANGUAGES = config["languages"]
 MODELS = list(config["models"])
 JUDGES = list(config["judges"])
 LOCAL_MODEL_JUDGES = judges_with_local_weights(config)  # judged in one job each (one model load)
-PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES]
+PANEL_JUDGES = panel_judges(config)  # vote with their members' verdicts, one games file per language
+PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES + PANEL_JUDGES]
 JUDGED = judged_models(config)
 PAIRS = model_pairs(JUDGED)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
@@ -88,8 +93,9 @@ def all_targets():
         + expand("results/features/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES)
-        + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png"]
-           if ARENA_JUDGE else [])
+        + expand("results/arena/{judge}/{lang}/style_controlled.csv", judge=JUDGES, lang=LANGUAGES)
+        + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png",
+            "results/judges.html"] if ARENA_JUDGE else [])
         + (["results/meta_eval/summary.csv"] if META_EVAL else [])
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
@@ -102,14 +108,43 @@ def judge_roles(wildcards):
 
 def judgment_paths(judge, lang):
     """The games of one judge and language: a file per pair, or one file of every pair for a
-    judge on local weights (one job writes them all; one file keeps the DAG small)."""
-    if judge in LOCAL_MODEL_JUDGES:
-        return [f"results/judgments/{judge}/{lang}/games.parquet"] if PAIRS else []
-    return [f"results/judgments/{judge}/{lang}/{a}__{b}.parquet" for a, b in PAIRS]
+    judge on local weights (one job writes them all; one file keeps the DAG small) and for a
+    panel (one vote over its members' files)."""
+    pairs = judge_pairs(config, judge)
+    if judge in LOCAL_MODEL_JUDGES + PANEL_JUDGES:
+        return [f"results/judgments/{judge}/{lang}/games.parquet"] if pairs else []
+    return [f"results/judgments/{judge}/{lang}/{a}__{b}.parquet" for a, b in pairs]
 
 
 def judgment_files(wildcards):
     return judgment_paths(wildcards.judge, wildcards.lang)
+
+
+def contestants(wildcards):
+    """The models this judge judges (its contestants, else every judged model)."""
+    return judge_contestants(config, wildcards.judge)
+
+
+def contestant_answers(wildcards):
+    """The answers of this judge's contestants in every language (a judging job's input)."""
+    return expand("results/answers/{model}/{lang}.parquet", model=contestants(wildcards), lang=LANGUAGES)
+
+
+def contestant_answers_in_language(wildcards):
+    return expand("results/answers/{model}/{lang}.parquet", model=contestants(wildcards), lang=wildcards.lang)
+
+
+def member_games(wildcards):
+    """A panel's members and their games files in this language."""
+    return {member: judgment_paths(member, wildcards.lang) for member in config["judges"][wildcards.judge]["members"]}
+
+
+def member_judgment_files(wildcards):
+    return [path for paths in member_games(wildcards).values() for path in paths]
+
+
+def judge_settings(wildcards):
+    return judging_settings(config, wildcards.judge)
 
 
 def feature_groups():

@@ -21,7 +21,7 @@ rule judge_pair:
     params:
         judge=judge_entry,
         pairs=lambda wildcards: [pair_files(wildcards.judge, lang, wildcards.model_a, wildcards.model_b) for lang in LANGUAGES],
-        judging=judging_settings(config),
+        judging=judge_settings,
         cache_dir=config["cache_dir"],
     localrule: True
     log:
@@ -42,15 +42,17 @@ rule judge_pair:
 rule judge_pairs_local_model:
     input:
         questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{model}/{lang}.parquet", model=JUDGED, lang=LANGUAGES),
+        answers=contestant_answers,
     output:
         expand("results/judgments/{{judge}}/{lang}/games.parquet", lang=LANGUAGES),
     wildcard_constraints:
         judge=alternatives(LOCAL_MODEL_JUDGES),
     params:
         judge=judge_entry,
-        pairs=lambda wildcards: [pair_files(wildcards.judge, lang, a, b) for lang in LANGUAGES for a, b in PAIRS],
-        judging=judging_settings(config),
+        pairs=lambda wildcards: [
+            pair_files(wildcards.judge, lang, a, b) for lang in LANGUAGES for a, b in judge_pairs(config, wildcards.judge)
+        ],
+        judging=judge_settings,
         cache_dir=config["cache_dir"],
     log:
         "logs/judge/{judge}.log",
@@ -65,3 +67,25 @@ rule judge_pairs_local_model:
         "../envs/llm.yaml"
     script:
         "../scripts/judge_pairs.py"
+
+
+# A panel (a jury) votes per game with its members' verdicts: cheap, on the submitting node.
+rule panel_games:
+    input:
+        member_judgment_files,
+    output:
+        "results/judgments/{judge}/{lang}/games.parquet",
+    wildcard_constraints:
+        judge=alternatives(PANEL_JUDGES),
+    params:
+        members=member_games,
+    localrule: True
+    log:
+        "logs/judge/{judge}/{lang}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/panel_games.py"

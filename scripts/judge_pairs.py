@@ -1,12 +1,13 @@
 """Snakemake entry point of rules judge_pair and judge_pairs_local_model: the games of each pair
 in params.pairs, written to the pair's output (a file per pair, or per language for a judge on
-local weights), with the judge opened once for all of them."""
+local weights), with the judge opened once for all of them. An LLM judge gets the pairs of one
+language in one batch (ordered by question: a local model reads each question's passages once)."""
 
 import logging
 
 from polyrag.features.embedding import e5_store
 from polyrag.features.table import read_aligned
-from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference, write_games
+from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_reference, write_games
 from polyrag.judge.recorded import recorded_games
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
@@ -14,25 +15,37 @@ from polyrag.logs import run_logged
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    name, judge, cache_dir = sm.wildcards.judge, sm.params.judge, sm.params.cache_dir
+    name, judge, cache_dir, judging = sm.wildcards.judge, sm.params.judge, sm.params.cache_dir, sm.params.judging
     games = {}  # output path: rows, in the order of the pairs
     llm = None
     if judge["backend"] not in ("recorded", "reference"):
-        llm = open_llm(name, judge, cache_dir=cache_dir, seed=sm.params.judging["seed"])
+        llm = open_llm(name, judge, cache_dir=cache_dir, seed=judging["seed"])
     try:
+        by_language = {}
         for pair in sm.params.pairs:
-            lang, model_a, model_b = pair["lang"], pair["model_a"], pair["model_b"]
-            logging.getLogger("polyrag").info("judging %s against %s in %s", model_a, model_b, lang)
-            records, answers_a = read_aligned(pair["questions"], pair["answers_a"])
-            _, answers_b = read_aligned(pair["questions"], pair["answers_b"])
-            items = arena_items(records, answers_a, answers_b)
-            if judge["backend"] == "recorded":
-                rows = recorded_games(records, model_a, model_b, lang, judge, cache_dir)
-            elif judge["backend"] == "reference":
-                rows = judge_with_reference(items, model_a, model_b, judge, e5_store(cache_dir))
-            else:
-                rows = judge_with_llm(llm, items, model_a, model_b, sm.params.judging)
-            games.setdefault(pair["output"], []).extend(rows)
+            by_language.setdefault(pair["lang"], []).append(pair)
+        for lang, pairs in by_language.items():
+            matchups = []
+            for pair in pairs:
+                model_a, model_b = pair["model_a"], pair["model_b"]
+                logging.getLogger("polyrag").info("judging %s against %s in %s", model_a, model_b, lang)
+                records, answers_a = read_aligned(pair["questions"], pair["answers_a"])
+                _, answers_b = read_aligned(pair["questions"], pair["answers_b"])
+                items = arena_items(records, answers_a, answers_b, judging["max_questions"])
+                if judge["backend"] == "recorded":
+                    records = [record for record, _, _ in items]
+                    games.setdefault(pair["output"], []).extend(
+                        recorded_games(records, model_a, model_b, lang, judge, cache_dir))
+                elif judge["backend"] == "reference":
+                    games.setdefault(pair["output"], []).extend(
+                        judge_with_reference(items, model_a, model_b, judge, e5_store(cache_dir)))
+                else:
+                    matchups.append((pair, items))
+            if matchups:
+                judged = judge_pairs_with_llm(llm, [(p["model_a"], p["model_b"], items) for p, items in matchups],
+                                              judging)
+                for (pair, _), rows in zip(matchups, judged):
+                    games.setdefault(pair["output"], []).extend(rows)
     finally:
         if llm is not None:
             llm.close()

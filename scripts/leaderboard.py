@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from polyrag.arena.leaderboard import language_table, leaderboard, with_mars_scores
+from polyrag.arena.leaderboard import language_table, leaderboard, with_mars_scores, with_style_controlled
+from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.logs import run_logged
 
 
@@ -15,6 +16,9 @@ def main() -> None:
             sm.params.languages, i.bradley_terry, i.bootstrap, i.surrogate, i.surrogate_bootstrap)
     }
     table, by_language = leaderboard(per_language)
+    style = {lang: (pd.read_csv(path), pd.read_parquet(boot))
+             for lang, path, boot in zip(sm.params.languages, i.style_controlled, i.style_bootstrap)}
+    table = with_style_controlled(table, style_controlled_ranks(style))
     if i.mars:
         table = with_mars_scores(table, pd.concat([pd.read_csv(path) for path in i.mars], ignore_index=True))
     table.to_csv(sm.output.leaderboard, index=False)

@@ -9,7 +9,8 @@ import sys
 import pytest
 import yaml
 
-from polyrag.config import generation_settings, model_resources, validate_config, wrong_language_source
+from polyrag.config import (generation_settings, judge_contestants, judge_pairs, judging_settings, model_resources,
+                            validate_config, wrong_language_source)
 from polyrag.errors import ConfigError
 
 
@@ -38,6 +39,13 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert generation_settings(config, "gemma-270m")["max_tokens"] == 64  # model override
     assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
     assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
+    # The Gemma judge: its own sampling over judging:'s, on three contestants; the panel on every pair.
+    gemma = judging_settings(config, "gemma-judge")
+    assert gemma["max_tokens"] == 2 and gemma["response_prefix"].endswith("[[") and gemma["max_questions"] == 2
+    assert judging_settings(config, "reference")["max_tokens"] == 1024 and judging_settings(config, "reference")["stop"] == []
+    assert judge_pairs(config, "gemma-judge") == [("gemma-270m", "mock-50"), ("gemma-270m", "mock-perfect"),
+                                                   ("mock-50", "mock-perfect")]
+    assert judge_contestants(config, "panel") == sorted(config["models"]) and len(judge_pairs(config, "panel")) == 10
 
 
 @pytest.mark.parametrize(
@@ -59,6 +67,18 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(languages=["hi"]), "models.mock-perfect: the wrong_language corruption needs a language"),
         (lambda c: c.update(features={"llm": {"judge": "reference"}}), "features.llm.judge: 'reference' is not an LLM judge"),
         (lambda c: c["judges"].update(x={"backend": "reference", "tie_margin": -1}), "judges.x.tie_margin: -1 is less than"),
+        (lambda c: c["judges"]["gemma-judge"].update(contestants=["gemma-270m", "gpt-5"]),
+         "judges.gemma-judge.contestants: ['gpt-5'] are not models with judge: true"),
+        (lambda c: c["judges"]["gemma-judge"].update(max_questions=0), "judges.gemma-judge.max_questions: 0 is less than"),
+        (lambda c: c["models"]["mock-20"].update(contestants=["mock-50", "mock-80"]),
+         "models.mock-20.contestants: only a judge under judges: takes contestants"),
+        (lambda c: c["judges"]["panel"].update(members=["reference", "gpt-judge"]),
+         "judges.panel.members: 'gpt-judge' is not a judge under judges:"),
+        (lambda c: c["judges"].update(jury={"backend": "panel", "members": ["panel", "reference"]}),
+         "judges.jury.members: 'panel' is a panel"),
+        (lambda c: c["judges"]["panel"].update(members=["reference"]), "judges.panel.members: ['reference'] is too short"),
+        (lambda c: c["judges"]["panel"].update(family="gemma"), "unknown key judges.panel.family"),
+        (lambda c: c.update(features={"llm": {"judge": "panel"}}), "features.llm.judge: 'panel' is not an LLM judge"),
     ],
 )
 def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):

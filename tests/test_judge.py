@@ -8,7 +8,7 @@ import pytest
 
 from polyrag.data.demo import load_demo
 from polyrag.errors import DataError, TooManyFailures
-from polyrag.judge.games import arena_items, judge_with_llm, judge_with_reference
+from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
@@ -143,6 +143,65 @@ def test_games_with_the_same_prompt_are_asked_once(hindi):
     rows = judge_with_llm(LLM(judge), arena_items(records, same, same), "m1", "m2", JUDGING)
     assert len(rows) == 6 and [r["judge_calls"] for r in rows] == [2] * 6
     assert len(judge.prompts) == len(set(judge.prompts)) * 2 == 3 * 2  # 3 distinct prompts, 2 attempts each
+
+
+class FirstLetterJudge(Backend):
+    """A base model as a judge: continues any prompt with "A]]" (it picks the first answer), except
+    prompts holding ``confused``, which it continues with text that holds no verdict."""
+
+    name = "first-letter"
+    identity = "first-letter"
+
+    def __init__(self, confused="\0"):
+        self.requests = []
+        self.confused = confused
+
+    def stream(self, requests):
+        for i, request in enumerate(requests):
+            self.requests.append(request)
+            yield i, Response(text="maybe" if self.confused in (request.prompt or "") else "A]]", tokens=3)
+
+
+def test_a_base_model_judge_continues_a_prefix_and_its_unreadable_replies_are_kept_invalid(hindi):
+    records, _ = hindi
+    a, b = [perfect(r) for r in records], [{**perfect(r), "answer": "other"} for r in records]
+    prefix = "My final verdict is: [["
+    settings = {**JUDGING, "max_tokens": 2, "response_prefix": prefix, "stop": ["\n"]}
+    judge = FirstLetterJudge(confused=records[1]["query"])
+    rows = judge_with_llm(LLM(judge), arena_items(records, a, b), "m1", "m2", settings)
+    # A completion request: the judge prompt as text, a blank line, then the prefix to continue.
+    first = judge.requests[0]
+    assert first.messages is None and first.prompt.endswith(f"\n\n{prefix}") and records[0]["query"] in first.prompt
+    assert first.max_tokens == 2 and first.stop == ["\n"]
+    assert rows[0]["raw_output"] == prefix + "A]]"
+    # "A" is whichever answer came first: model_a, then model_b; the confused question stays invalid.
+    assert [r["verdict"] for r in rows] == ["model_a", "model_b", "invalid", "invalid", "model_a", "model_b"]
+    assert [r["judge_calls"] for r in rows] == [1, 1, 3, 3, 1, 1]
+
+
+def test_pairs_of_one_language_are_asked_question_by_question(hindi):
+    """A local model reads a question's passages once for all pairs: the prompts arrive grouped
+    by question; each pair's games are those it would get alone, in the same order."""
+    records, _ = hindi
+    answers = {name: [{**perfect(r), "answer": f"{name} {r['query_id']}"} for r in records] for name in "xyz"}
+    items = {(m1, m2): arena_items(records, answers[m1], answers[m2]) for m1, m2 in (("x", "y"), ("x", "z"), ("y", "z"))}
+    judge = FirstLetterJudge()
+    batched = judge_pairs_with_llm(LLM(judge), [(m1, m2, pair_items) for (m1, m2), pair_items in items.items()],
+                                   {**JUDGING, "response_prefix": "[["})
+    asked = [next(r["query_id"] for r in records if r["query"] in request.prompt) for request in judge.requests]
+    arena = [r["query_id"] for r in records if r["arena"]]
+    assert asked == [query_id for query_id in arena for _ in range(3 * 2)]  # 3 pairs x 2 orders per question
+    for ((m1, m2), pair_items), rows in zip(items.items(), batched):
+        alone = judge_with_llm(LLM(FirstLetterJudge()), pair_items, m1, m2, {**JUDGING, "response_prefix": "[["})
+        assert rows == alone
+
+
+def test_a_judge_on_the_first_questions_only(hindi):
+    records, _ = hindi
+    a = [perfect(r) for r in records]
+    arena = [r["query_id"] for r in records if r["arena"]]
+    assert [r["query_id"] for r, _, _ in arena_items(records, a, a, max_questions=2)] == arena[:2]
+    assert len(arena_items(records, a, a, max_questions=100)) == len(arena) == 3
 
 
 def write_jsonl(path, rows):

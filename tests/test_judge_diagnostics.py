@@ -200,6 +200,23 @@ def test_self_preference_compares_judges_on_the_models_all_of_them_played():
     assert row["self_preference"] == pytest.approx(expected, abs=1e-4)
 
 
+def test_self_preference_compares_judges_on_the_questions_all_of_them_judged():
+    """A judge run on a few questions (max_questions): the other judge is refitted on those
+    questions only, and no bootstrap tournament leaves a judge without games."""
+    models = sorted(STRENGTHS)
+    full = simulate_games(STRENGTHS, 40, np.random.default_rng(14))
+    few_questions = sorted(full["query_id"].unique())[:3]
+    few = simulate_games(STRENGTHS, 40, np.random.default_rng(15)).query("query_id in @few_questions")
+    table = self_preference({"j1": full, "j2": few}, models, {"m0": "f"}, {"j1": "f", "j2": "g"}, 0.01, 200,
+                            np.random.default_rng(16))
+    row = table.iloc[0]
+    assert row["questions_compared"] == 3
+    expected = (maximum_likelihood(full.query("query_id in @few_questions"), models, 0.01)[0]
+                - maximum_likelihood(few, models, 0.01)[0])
+    assert row["self_preference"] == pytest.approx(expected, abs=1e-4)
+    assert row["ci_low"] <= row["self_preference"] <= row["ci_high"]
+
+
 def test_self_preference_without_a_judge_of_another_family_is_nan_and_says_why():
     games = simulate_games(STRENGTHS, 10, np.random.default_rng(13))
     table = self_preference({"j1": games, "j2": games}, sorted(STRENGTHS), {"m0": "f"}, {"j1": "f", "j2": "f"},

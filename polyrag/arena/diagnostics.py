@@ -18,7 +18,9 @@ answer the judge read first. A game is identified by ``GAME_KEY``.
 - ``self_preference``: how much a judge favours a contestant of its own family, in BT logits.
   Logits from different judges are comparable only up to a shift (a BT fit sees differences
   only), so every judge is refitted on the same models (those with a valid game under every
-  judge given), whose logits then have mean 0 under each judge (the L2 penalty centres them).
+  judge given) and the same questions (those with a valid game between them under every judge:
+  a judge run on a subset of questions sets the subset), whose logits then have mean 0 under
+  each judge (the L2 penalty centres them).
   The statistic is the contestant's logit under the judge minus the mean of its logits under
   the judges of other families (a second judge of the same family could share the bias and
   hide it). Its 95% percentile interval resamples questions jointly: tournament t draws the
@@ -149,11 +151,14 @@ def models_played_by_every_judge(games_by_judge: dict[str, pd.DataFrame], models
 
 
 def joint_win_matrices(games_by_judge: dict[str, pd.DataFrame], models: list[str]) -> tuple[list[str], np.ndarray]:
-    """Questions judged by any judge and ``wins[judge, question, i, j]`` over games between
-    ``models`` only (a question a judge did not judge contributes nothing to its fit)."""
+    """Questions with a valid game between ``models`` under every judge, and
+    ``wins[judge, question, i, j]`` over those games. Every bootstrap tournament then gives every
+    judge games to fit, and the judges are compared on the same questions."""
     among = {judge: games[games["model_a"].isin(models) & games["model_b"].isin(models)]
              for judge, games in games_by_judge.items()}
-    questions = sorted(set().union(*(set(games["query_id"]) for games in among.values())))
+    questions = sorted(set.intersection(*(set(games.loc[games["verdict"] != "invalid", "query_id"])
+                                          for games in among.values())))
+    among = {judge: games[games["query_id"].isin(questions)] for judge, games in among.items()}
     position = {query_id: k for k, query_id in enumerate(questions)}
     wins = np.zeros((len(among), len(questions), len(models), len(models)))
     for k, games in enumerate(among.values()):
@@ -176,6 +181,8 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
         raise DataError(f"self-preference needs two models with a valid game under every judge of "
                         f"{judges}; these have {compared}")
     questions, wins = joint_win_matrices(games_by_judge, compared)
+    if not questions:
+        raise DataError(f"self-preference needs a question with valid games under every judge of {judges}")
     logits = np.array([fit_logits(judge_wins.sum(axis=0), alpha) for judge_wins in wins])  # judge x model
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
     samples = np.array([[fit_logits(np.tensordot(counts, judge_wins, axes=1), alpha) for judge_wins in wins]
@@ -189,7 +196,7 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
             others = [k for k, other in enumerate(judges) if k != j and judge_family.get(other) != family]
             row = {"judge": judge, "model": model, "family": family,
                    "other_judges": ",".join(judges[k] for k in others) or "none of another family",
-                   "models_compared": len(compared), "logit": logits[j, m]}
+                   "models_compared": len(compared), "questions_compared": len(questions), "logit": logits[j, m]}
             if others:
                 gap = samples[:, j, m] - samples[:, others, m].mean(axis=1)
                 low, high = np.percentile(gap, [2.5, 97.5])
@@ -199,5 +206,5 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
                 row.update(dict.fromkeys(["logit_other_judges", "self_preference", "ci_low", "ci_high"], np.nan))
             rows.append(row)
     columns = ["judge", "model", "family", "self_preference", "ci_low", "ci_high", "logit", "logit_other_judges",
-               "other_judges", "models_compared"]
+               "other_judges", "models_compared", "questions_compared"]
     return pd.DataFrame(rows, columns=columns)

@@ -15,7 +15,9 @@ models are ranked by that logit. Overall:
   are the ranks those intervals allow (as in the Bradley-Terry table);
 - ``mean_rank`` (the mean of the per-language ranks, MIRAGE-BENCH's summary) is reported beside
   it but does not order the table: it can disagree with the mean logit when a model wins some
-  languages narrowly and loses others by far.
+  languages narrowly and loses others by far;
+- ``rank_style_controlled`` (``with_style_controlled``) ranks the judged models by the same
+  judge's style-controlled logits (``polyrag.arena.style_control``), beside ``rank``.
 
 A surrogate prediction of a tree ensemble (``random_forest``, ``gradient_boosting``) is an
 average of judged models' bootstrap logits, so it cannot leave their range: an unjudged model
@@ -79,3 +81,16 @@ def with_mars_scores(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
         for column, suffix in (("score", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
             wide[f"mars_{metric}{suffix}"] = rows[column]
     return table.merge(pd.DataFrame(wide), left_on="model", right_index=True, how="left")
+
+
+def with_style_controlled(table: pd.DataFrame, style_ranks: pd.DataFrame) -> pd.DataFrame:
+    """``rank_style_controlled`` next to ``rank`` and the style-controlled score with its interval
+    after ``ci_high``, from ``style_control.style_controlled_ranks`` (empty for unjudged models)."""
+    merged = table.merge(style_ranks, on="model", how="left")
+    merged["rank_style_controlled"] = merged["rank_style_controlled"].astype("Int64")
+    style = ["score_style_controlled", "ci_low_style_controlled", "ci_high_style_controlled"]
+    columns = list(table.columns)
+    columns.insert(columns.index("rank") + 1, "rank_style_controlled")
+    for offset, column in enumerate(style, start=1):
+        columns.insert(columns.index("ci_high") + offset, column)
+    return merged[columns]

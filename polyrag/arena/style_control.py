@@ -60,6 +60,13 @@ RATIO_COVARIATES = {"length_tokens", "citations"}  # counts, differenced as (a -
 SHARE_A = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5}
 
 
+def rank_by(score: np.ndarray) -> np.ndarray:
+    """Ranks, highest score first, ties sharing the best rank. Scores are rounded to 1e-9 first:
+    two models with the same games get logits that differ only by solver noise, which must not
+    order them (the covariate columns make the fit not exactly symmetric between them)."""
+    return pd.Series(-np.round(score, 9)).rank(method="min").astype(int).to_numpy()
+
+
 def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
                  count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
     """``query_id`` + ``STYLE_COVARIATES`` for one model's answers (results/answers/{model}/{lang})
@@ -174,7 +181,7 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     low, high = np.percentile(logit_samples, [2.5, 97.5], axis=0)
     best, worst = rank_ranges(logit, low, high)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
-                          "rank": pd.Series(-logit).rank(method="min").astype(int).to_numpy(),
+                          "rank": rank_by(logit),
                           "rank_best": best, "rank_worst": worst}).sort_values(["rank", "model"], ignore_index=True)
     coefficient_low, coefficient_high = np.percentile(coefficient_samples, [2.5, 97.5], axis=0)
     fitted = pd.DataFrame({"covariate": used, "coefficient": coefficient, "ci_low": coefficient_low,
@@ -203,4 +210,4 @@ def style_controlled_ranks(per_language: dict[str, tuple[pd.DataFrame, pd.DataFr
     low, high = np.percentile(samples, [2.5, 97.5], axis=0)
     return pd.DataFrame({"model": models, "score_style_controlled": score, "ci_low_style_controlled": low,
                          "ci_high_style_controlled": high,
-                         "rank_style_controlled": pd.Series(-score).rank(method="min").astype(int).to_numpy()})
+                         "rank_style_controlled": rank_by(score)})

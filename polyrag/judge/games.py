@@ -39,9 +39,12 @@ SCHEMA = pa.schema([
 ])
 
 
-def arena_items(records: list[dict], answers_a: list[dict], answers_b: list[dict]) -> list[tuple[dict, dict, dict]]:
-    """(question, answer of model_a, answer of model_b) for the arena sample; inputs aligned by question."""
-    return [(r, a, b) for r, a, b in zip(records, answers_a, answers_b) if r["arena"]]
+def arena_items(records: list[dict], answers_a: list[dict], answers_b: list[dict],
+                max_questions: int | None = None) -> list[tuple[dict, dict, dict]]:
+    """(question, answer of model_a, answer of model_b) for the arena sample (its first
+    ``max_questions`` questions, in data order, when given); inputs aligned by question."""
+    items = [(r, a, b) for r, a, b in zip(records, answers_a, answers_b) if r["arena"]]
+    return items[:max_questions] if max_questions is not None else items
 
 
 def shown_text(answer: dict) -> str:
@@ -78,21 +81,39 @@ def judge_prompt(record: dict, first: dict, second: dict) -> list[dict[str, str]
 
 
 def judge_with_llm(llm: LLM, items, model_a: str, model_b: str, settings: dict) -> list[dict]:
-    games = [(item, a_first) for item in items for a_first in (True, False)]
-    prompts = [judge_prompt(record, *((a, b) if a_first else (b, a))) for (record, a, b), a_first in games]
+    return judge_pairs_with_llm(llm, [(model_a, model_b, items)], settings)[0]
+
+
+def judge_pairs_with_llm(llm: LLM, matchups: list[tuple[str, str, list]], settings: dict) -> list[list[dict]]:
+    """The games of each ``(model_a, model_b, items)``, all asked in one batch ordered by question:
+    the prompts of one question share their start (instructions, question, passages), which a
+    local model (llama.cpp, vLLM) then reads once rather than once per pair."""
+    games = [(m, item, a_first) for m, (_, _, items) in enumerate(matchups) for item in items for a_first in (True, False)]
+    first_seen = {}
+    for _, (record, _, _), _ in games:
+        first_seen.setdefault(record["query_id"], len(first_seen))
+    games.sort(key=lambda game: first_seen[game[1][0]["query_id"]])  # stable: pairs and orders keep their order
+    prompts = [judge_prompt(record, *((a, b) if a_first else (b, a))) for _, (record, a, b), a_first in games]
+    names = ", ".join(f"{a} vs {b}" for a, b, _ in matchups[:3]) + (f" (+{len(matchups) - 3} pairs)" if len(matchups) > 3 else "")
     results = ask_until_parsed(
         llm, prompts, parse_verdict, max_attempts=settings["max_attempts"], temperature=settings["temperature"],
-        max_tokens=settings["max_tokens"], seed=settings["seed"], desc=f"judge {model_a} vs {model_b}",
+        max_tokens=settings["max_tokens"], seed=settings["seed"], desc=f"judge {names}",
+        response_prefix=settings.get("response_prefix"), stop=settings.get("stop"),
     )
-    rows = [game_row(item[0], model_a, model_b, a_first, game_verdict(r.value, a_first), r.raw_output, r.calls, r.tokens)
-            for (item, a_first), r in zip(games, results)]
-    invalid = sum(r["verdict"] == "invalid" for r in rows)
-    log.info("%s vs %s: %d games, %d invalid after %d attempts", model_a, model_b, len(rows), invalid, settings["max_attempts"])
-    if rows and invalid == len(rows):
-        raise TooManyFailures(
-            f"the judge returned no readable verdict ([[A]], [[B]] or [[C]]) in any of the {len(rows)} games of "
-            f"{model_a} vs {model_b} after {settings['max_attempts']} attempts each"
-        )
+    rows: list[list[dict]] = [[] for _ in matchups]
+    for (m, (record, _, _), a_first), r in sorted(zip(games, results), key=lambda done: done[0][0]):
+        model_a, model_b, _ = matchups[m]
+        rows[m].append(game_row(record, model_a, model_b, a_first, game_verdict(r.value, a_first), r.raw_output,
+                                r.calls, r.tokens))
+    for (model_a, model_b, _), pair_rows in zip(matchups, rows):
+        invalid = sum(r["verdict"] == "invalid" for r in pair_rows)
+        log.info("%s vs %s: %d games, %d invalid after %d attempts", model_a, model_b, len(pair_rows), invalid,
+                 settings["max_attempts"])
+        if pair_rows and invalid == len(pair_rows):
+            raise TooManyFailures(
+                f"the judge returned no readable verdict ([[A]], [[B]] or [[C]]) in any of the {len(pair_rows)} games "
+                f"of {model_a} vs {model_b} after {settings['max_attempts']} attempts each"
+            )
     return rows
 
 
