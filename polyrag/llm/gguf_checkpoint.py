@@ -37,8 +37,9 @@ def checkpoint_from_gguf_package(package: str, cache_dir: str | Path) -> Path:
     log.info("converting %s to a transformers checkpoint in %s", gguf.name, target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    if model.hf_quantizer is not None:
-        model.hf_quantizer.remove_quantization_config(model)  # the weights are already dequantised
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)  # the weights are already dequantised
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)

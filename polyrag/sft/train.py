@@ -94,7 +94,7 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     device = resolve_device(settings["device"])
@@ -116,7 +116,7 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
         num_train_epochs=float(settings["epochs"]),
         max_length=int(settings["max_length"]),
         completion_only_loss=True,
-        gradient_checkpointing=bool(settings["gradient_checkpointing"]),
+        activation_checkpointing=bool(settings["gradient_checkpointing"]),  # transformers 5's name
         bf16=bf16,
         use_cpu=not on_gpu,
         seed=seed,
@@ -127,8 +127,10 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    return SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(features),
-                      processing_class=tokenizer, peft_config=peft_config)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(features),
+                         processing_class=tokenizer, peft_config=peft_config)
+    trainer.remove_callback(PrinterCallback)  # without tqdm it prints every step; train_lora logs them
+    return trainer
 
 
 def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | Path, history_path: str | Path,
