@@ -75,14 +75,15 @@ def flops_per_example(arch: dict, tokens: int, scored: int, checkpointing: bool)
     return tokens * per_token + scored * 2 * 2 * embedding  # output layer: forward + input gradient
 
 
-def demo_examples(tokenizer) -> tuple[list[dict], dict, list[dict]]:
-    """Curated examples of every demo question with the mock-perfect teacher, and the demo records."""
+def demo_examples() -> tuple[list[dict], dict, list[dict], dict]:
+    """Curated examples of every demo question with the mock-perfect teacher, the counts, the demo
+    records and the teacher's answers per language."""
     records = [r for lang in LANGUAGES for r in load_demo(lang, REPO / "resources" / "demo")]
     teacher = LLM(MockBackend(model_name="mock-perfect", error_rate=0.0, seed=42))
-    rows = [row for lang in LANGUAGES
-            for row in teacher_answers(teacher, [r for r in records if r["language"] == lang], GENERATION)]
+    rows = {lang: teacher_answers(teacher, [r for r in records if r["language"] == lang], GENERATION)
+            for lang in LANGUAGES}
     examples, counts = curate(records, rows, GENERATION, seed=42)
-    return examples, counts, records
+    return examples, counts, records, rows
 
 
 def cut_to_length(records: list[dict], rows: dict, tokenizer, length: int) -> list[dict]:
@@ -93,7 +94,8 @@ def cut_to_length(records: list[dict], rows: dict, tokenizer, length: int) -> li
         distractors = [p for p in record["passages"] if p["docid"] not in set(record["relevant_docids"])]
         for keep in range(len(distractors), -1, -1):
             shorter = {**record, "passages": relevant + distractors[:keep]}
-            examples, _ = curate([shorter], [rows[(record["language"], record["query_id"])]], GENERATION, seed=42)
+            row = next(r for r in rows[record["language"]] if r["query_id"] == record["query_id"])
+            examples, _ = curate([shorter], {record["language"]: [row]}, GENERATION, seed=42)
             if examples and example_tokens(tokenizer, examples[0])[0] <= length:
                 cut.append(examples[0])
                 break
@@ -134,7 +136,7 @@ def main() -> None:
         {"step": "load tokenizer + model from the checkpoint", "seconds": round(load_seconds, 1)},
     ]).to_string(index=False))
 
-    examples, counts, records = demo_examples(tokenizer)
+    examples, counts, records, rows = demo_examples()
     lengths = {lang: [example_tokens(tokenizer, e)[0] for e in examples if e["language"] == lang] for lang in LANGUAGES}
     print("\n2. Demo questions as training examples (all 7 passages, mock-perfect teacher), tokens per example")
     print(pd.DataFrame([{"language": lang, "kept": counts["by_language"][lang]["kept"],
@@ -143,9 +145,6 @@ def main() -> None:
                          "median tokens": statistics.median(lengths[lang]), "max tokens": max(lengths[lang])}
                         for lang in LANGUAGES]).to_string(index=False))
 
-    mock = LLM(MockBackend(model_name="mock-perfect", error_rate=0.0, seed=42))
-    rows = {(lang, row["query_id"]): row for lang in LANGUAGES
-            for row in teacher_answers(mock, [x for x in records if x["language"] == lang], GENERATION)}
     short = cut_to_length(records, rows, tokenizer, args.length)
     timed_examples = (short * (args.examples // max(len(short), 1) + 1))[: args.examples]
     sizes = [example_tokens(tokenizer, e) for e in timed_examples]

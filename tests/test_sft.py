@@ -82,13 +82,13 @@ class ScriptedTeacher(Backend):
 def teacher_rows(tmp_path):
     teacher = ScriptedTeacher()
     llm = LLM(teacher, ResponseCache(tmp_path / "teacher.sqlite"))
-    rows = teacher_answers(llm, [r for r, _ in CASES], SETTINGS)
+    rows = {lang: teacher_answers(llm, [r for r, _ in CASES if r["language"] == lang], SETTINGS) for lang in ("en", "de")}
     return teacher, llm, rows
 
 
 def test_teacher_sees_only_relevant_passages_and_is_cached(teacher_rows):
     teacher, llm, rows = teacher_rows
-    assert [row["query_id"] for row in rows] == [r["query_id"] for r, _ in CASES if r["relevant_docids"]]
+    assert [row["query_id"] for row in rows["en"] + rows["de"]] == [r["query_id"] for r, _ in CASES if r["relevant_docids"]]
     asked = {request.messages[0]["content"].split("\n", 1)[0]: request for request in teacher.asked}
     for rec, _ in CASES:
         if not rec["relevant_docids"]:
@@ -100,10 +100,10 @@ def test_teacher_sees_only_relevant_passages_and_is_cached(teacher_rows):
         shown = {p["docid"] for p in rec["passages"] if f"[{p['docid']}]" in prompt.split("Instruction:")[0]}
         assert shown == set(rec["relevant_docids"])
     before = len(teacher.asked)
-    again = teacher_answers(llm, [r for r, _ in CASES], SETTINGS)
+    again = teacher_answers(llm, [r for r, _ in CASES if r["language"] == "en"], SETTINGS)
     failed = sum(1 for text in teacher.outputs.values() if text is None)
     assert len(teacher.asked) - before == failed  # only the failed request is sent again
-    assert [row["raw_output"] for row in again] == [row["raw_output"] for row in rows]
+    assert [row["raw_output"] for row in again] == [row["raw_output"] for row in rows["en"]]
 
 
 def test_curation_counts_each_filter(teacher_rows):
@@ -159,12 +159,18 @@ def test_response_prefix_of_the_student(teacher_rows):
     assert example["prompt"] + example["completion"] == example["prompt"][: -len(prefix)] + GOOD_EN
 
 
-def test_curation_rejects_answers_to_unknown_questions(teacher_rows):
+def test_curation_matches_answers_by_language_and_question(teacher_rows):
     _, _, rows = teacher_rows
-    with pytest.raises(DataError, match="'stray'"):
-        curate([r for r, _ in CASES], rows + [{**rows[0], "query_id": "stray"}], SETTINGS, seed=3)
-    with pytest.raises(DataError, match="no row for question 'ok'"):
-        curate([r for r, _ in CASES], rows[1:], SETTINGS, seed=3)
+    records = [r for r, _ in CASES]
+    with pytest.raises(DataError, match=r"\(en\): row for question 'stray'"):
+        curate(records, {**rows, "en": rows["en"] + [{**rows["en"][0], "query_id": "stray"}]}, SETTINGS, seed=3)
+    with pytest.raises(DataError, match=r"no row for question 'ok' \(en\)"):
+        curate(records, {**rows, "en": rows["en"][1:]}, SETTINGS, seed=3)
+    # Parallel data: the same query id in two languages takes each language's own answer.
+    twin = {**records[-1], "query_id": "ok"}  # the German question under the English one's id
+    examples, _ = curate([records[0], twin], {"en": rows["en"][:1], "de": [{**rows["de"][0], "query_id": "ok"}]},
+                         SETTINGS, seed=3)
+    assert [(e["language"], e["completion"]) for e in examples] == [("en", GOOD_EN), ("de", GOOD_DE)]
 
 
 def test_student_entry():
@@ -199,7 +205,9 @@ def tiny_training(tmp_path_factory):
     rows = [{"query_id": f"{rec['query_id']}-{k}", "raw_output": text, "answer": text.split("##Answer: ")[1],
              "reason": None, "cited_docids": [rec["relevant_docids"][0]], "error": None}
             for k in range(4) for rec, text in CASES if rec["query_id"].startswith("ok")]
-    examples, counts = curate([r for r in records if r["query_id"].startswith("ok")], rows, SETTINGS, seed=5)
+    examples, counts = curate([r for r in records if r["query_id"].startswith("ok")],
+                              {"en": [r for r in rows if "de" not in r["query_id"]],
+                               "de": [r for r in rows if "de" in r["query_id"]]}, SETTINGS, seed=5)
     assert counts["total"]["kept"] == 8
     texts = [e["messages"][0]["content"] for e in examples] + [e["completion"] for e in examples]
     base = causal_lm(root / "base", texts)
@@ -312,7 +320,7 @@ def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
     rows = [{"query_id": rec["query_id"], "raw_output": text, "answer": text.split("##Answer: ")[1], "reason": None,
              "cited_docids": rec["relevant_docids"][:1], "error": None}
             for rec, text in CASES if rec["query_id"].startswith("ok")]
-    examples, _ = curate(records, rows, SETTINGS, seed=1)
+    examples, _ = curate(records, {"en": rows[:1], "de": rows[1:]}, SETTINGS, seed=1)
     settings = {"batch_size": 2, "per_device_batch_size": 1, "max_length": 256, "gradient_checkpointing": False,
                 "device": "cpu"}
     summary, trained = train_lora(examples, settings, base, tmp_path / "adapter", tmp_path / "loss.csv", seed=1)

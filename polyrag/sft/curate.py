@@ -85,19 +85,24 @@ def empty_counts() -> dict:
     return {"questions": 0, "kept": 0, "dropped": dict.fromkeys(DROP_REASONS, 0)}
 
 
-def curate(records: list[dict], teacher_rows: list[dict], student_settings: dict, seed: int) -> tuple[list[dict], dict]:
+def curate(records: list[dict], teacher_rows: dict[str, list[dict]], student_settings: dict,
+           seed: int) -> tuple[list[dict], dict]:
     """Training examples and the counts behind them.
 
     ``records`` are the training questions (any languages), ``teacher_rows`` the teacher's answers
-    (:func:`polyrag.sft.teacher.teacher_answers`), ``student_settings`` the student's generation
-    settings (``polyrag.config.generation_settings``). Counts: ``{"total": {...}, "by_language":
+    per language (:func:`polyrag.sft.teacher.teacher_answers`; query ids repeat across languages
+    in parallel data), ``student_settings`` the student's generation settings
+    (``polyrag.config.generation_settings``). Counts: ``{"total": {...}, "by_language":
     {lang: {...}}}``, each ``{"questions", "kept", "dropped": {reason: n}}``."""
     by_id: dict[tuple[str, str], dict] = {}
-    languages = {r["query_id"]: r["language"] for r in records}
-    for row in teacher_rows:
-        if row["query_id"] not in languages:
-            raise DataError(f"teacher answers: row for question {row['query_id']!r}, which is not a training question")
-        by_id[(languages[row["query_id"]], row["query_id"])] = row
+    known = {(r["language"], r["query_id"]) for r in records}
+    for language, rows in teacher_rows.items():
+        for row in rows:
+            key = (language, row["query_id"])
+            if key not in known:
+                raise DataError(f"teacher answers ({language}): row for question {row['query_id']!r}, "
+                                "which is not a training question")
+            by_id[key] = row
     prefix = student_settings.get("response_prefix") or ""
     totals, per_language = empty_counts(), {}
     examples = []
