@@ -18,9 +18,9 @@ Designs, each at 10%, 25%, 50% of the exhaustive calls (100% is the exhaustive d
 
 - ``random``: round 0 (the same connected cycle as the others), then units drawn uniformly from
   the unjudged ones, round after round (``criterion="random"``);
-- ``information``: ``polyrag.arena.adaptive`` with its defaults (the A-optimal criterion);
-- ``ranking``: the same with ``criterion="ranking"`` (pairs weighted by the probability that
-  their order is wrong).
+- ``information``: ``polyrag.arena.adaptive`` with ``criterion="information"`` (A-optimal);
+- ``ranking``: its defaults (pairs weighted by the probability that their order is wrong, plus
+  a floor of 0.1); the coverage table adds it with ``floor=0``.
 
 A run to 50% records its games at each smaller budget: a run with a smaller budget judges exactly
 the first units of a larger one (rounds are fixed sizes and each round's picks are ordered; the
@@ -28,8 +28,9 @@ test suite checks this), so one run per seed serves every budget. Kendall tau (s
 of the BT logits with the true strengths and with the exhaustive BT logits, mean and standard
 deviation over ``--seeds`` seeds (20).
 
-``--design-table`` adds the design choices on the ``spread`` and ``close`` scenarios (``--design-seeds``): criterion, block size
-(questions per pick; ``block = questions`` is whole pairs), round growth, round 0.
+``--design-table`` adds the design choices on the ``spread`` and ``close`` scenarios
+(``--design-seeds``): criterion, block size (questions per pick; ``block = questions`` is whole
+pairs), round growth, round 0.
 
 Coverage (``--coverage-seeds``, 0 to skip), on verdicts simulated without ties (with ties as
 half wins the fit estimates strengths compressed towards 0, so no design covers the simulated
@@ -139,8 +140,10 @@ def tau(x, y) -> float:
 
 
 DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
-           "information": AdaptiveSettings(criterion="information", bootstrap=0),  # the default
-           "ranking": AdaptiveSettings(criterion="ranking", bootstrap=0)}
+           "information": AdaptiveSettings(criterion="information", bootstrap=0),
+           "ranking": AdaptiveSettings(bootstrap=0)}  # the default: ranking with floor 0.1
+# the coverage table adds the ranking criterion without its floor, which biases the intervals
+COVERAGE_DESIGNS = {**DESIGNS, "ranking, floor 0": AdaptiveSettings(floor=0.0, bootstrap=0)}
 
 
 def coverage(games: pd.DataFrame, models: list[str], truth: pd.Series, n_bootstrap: int, seed: int) -> dict:
@@ -156,7 +159,8 @@ def coverage(games: pd.DataFrame, models: list[str], truth: pd.Series, n_bootstr
     differences = samples[order[:-1]].to_numpy() - samples[order[1:]].to_numpy()
     low, high = np.percentile(differences, [2.5, 97.5], axis=0)
     true_difference = truth[order[:-1]].to_numpy() - truth[order[1:]].to_numpy()
-    return {"model_coverage": covered.mean(), "pair_coverage": ((low <= true_difference) & (true_difference <= high)).mean(),
+    pair_covered = (low <= true_difference) & (true_difference <= high)
+    return {"model_coverage": covered.mean(), "pair_coverage": pair_covered.mean(),
             "ci_width": (table["ci_high"] - table["ci_low"]).mean()}
 
 
@@ -196,7 +200,7 @@ def coverage_seed(task: tuple) -> list[dict]:
     models = list(truth.index)
     rows = [{"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
              **coverage(exhaustive, models, truth, args.bootstrap, seed)}]
-    for name, settings in DESIGNS.items():
+    for name, settings in COVERAGE_DESIGNS.items():
         for share, games in design_games(exhaustive, models, questions, COVERAGE_SHARES, settings, seed,
                                          scenario).items():
             rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
@@ -259,14 +263,16 @@ def coverage_table(args) -> None:
 def design_table(args) -> None:
     """The design choices on the close and spread scenarios."""
     variants = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
-                "information (default)": AdaptiveSettings(bootstrap=0),
-                "ranking": AdaptiveSettings(criterion="ranking", bootstrap=0),
-                "information, block 5": AdaptiveSettings(block=5, bootstrap=0),
-                "information, block 25": AdaptiveSettings(block=25, bootstrap=0),
-                "information, whole pairs": AdaptiveSettings(block=args.questions, bootstrap=0),
-                "information, growth 1.2": AdaptiveSettings(growth=1.2, bootstrap=0),
-                "information, growth 2": AdaptiveSettings(growth=2.0, bootstrap=0),
-                "information, 2 cycles in round 0": AdaptiveSettings(cycles=2, bootstrap=0)}
+                "default (ranking, floor 0.1, block 10, growth 1.5, 1 cycle)": AdaptiveSettings(bootstrap=0),
+                "information (floor 1)": AdaptiveSettings(criterion="information", bootstrap=0),
+                "floor 0": AdaptiveSettings(floor=0.0, bootstrap=0),
+                "floor 0.3": AdaptiveSettings(floor=0.3, bootstrap=0),
+                "block 5": AdaptiveSettings(block=5, bootstrap=0),
+                "block 25": AdaptiveSettings(block=25, bootstrap=0),
+                "whole pairs (block 100)": AdaptiveSettings(block=args.questions, bootstrap=0),
+                "growth 1.2": AdaptiveSettings(growth=1.2, bootstrap=0),
+                "growth 2": AdaptiveSettings(growth=2.0, bootstrap=0),
+                "2 cycles in round 0": AdaptiveSettings(cycles=2, bootstrap=0)}
     tasks = [(scenario, seed, args, variants) for scenario in ("spread", "close") for seed in range(args.design_seeds)]
     rows = pd.DataFrame([row for rows in parallel(scenario_seed, tasks, args.jobs) for row in rows])
     rows = rows[rows["design"] != "exhaustive"]
@@ -291,8 +297,8 @@ def placement_seed(task: tuple) -> list[dict]:
     models = list(truth.index)
     old = [m for m in models if m != "new"]
     judge, settings = Lookup(exhaustive), AdaptiveSettings(bootstrap=0)
-    before, rounds_before, _ = run_rounds(old, questions, judge, parse_budget({"share": share}, len(old), len(questions)),
-                                          settings, seed, scenario)
+    old_budget = parse_budget({"share": share}, len(old), len(questions))
+    before, rounds_before, _ = run_rounds(old, questions, judge, old_budget, settings, seed, scenario)
     budget = parse_budget({"share": share}, len(models), len(questions))
     full = logits(exhaustive, models)
     true_rank = truth.rank(ascending=False)["new"]
@@ -354,7 +360,8 @@ def verdicts_mode(args) -> None:
         full = logits(games, models)
         for seed in range(args.seeds):
             for name, settings in DESIGNS.items():
-                for share, sample in design_games(games, models, questions, SHARES, settings, seed, folder.name).items():
+                samples = design_games(games, models, questions, SHARES, settings, seed, folder.name)
+                for share, sample in samples.items():
                     rows.append({"lang": folder.name, "share": share, "design": name, "seed": seed,
                                  "tau_truth": np.nan, "tau_exhaustive": tau(logits(sample, models), full)})
     print("\n".join(["", *notes, "units a design chooses that have no verdict count as spent, with no game", ""]))

@@ -77,7 +77,8 @@ def test_round_zero_connects_every_model_and_is_seeded():
     assert len(by_pair) == 19 and all(len(set(questions)) == 5 for questions in by_pair.values())
     pd.testing.assert_frame_equal(units, round_zero(models, QUESTIONS, settings, seed=7, lang="fr"))
     other = round_zero(models, QUESTIONS, settings, seed=8, lang="fr")
-    assert set(map(tuple, other[["model_a", "model_b"]].to_numpy())) != set(map(tuple, units[["model_a", "model_b"]].to_numpy()))
+    pairs_of = lambda frame: set(zip(frame["model_a"], frame["model_b"]))  # noqa: E731
+    assert pairs_of(other) != pairs_of(units)
     two = round_zero(models, QUESTIONS, AdaptiveSettings(block=5, cycles=2), seed=7, lang="fr")
     assert connected(two, models) and len(two.drop_duplicates(["model_a", "model_b"])) > 19
 
@@ -114,6 +115,8 @@ def test_settings_errors_name_the_key():
         AdaptiveSettings(criterion="greedy")
     with pytest.raises(ConfigError, match="arena.adaptive.block"):
         AdaptiveSettings(block=0)
+    with pytest.raises(ConfigError, match=r"arena.adaptive.floor: 1.5 is not in \[0, 1\]"):
+        AdaptiveSettings(floor=1.5)
 
 
 def test_fisher_covariance_is_the_inverse_hessian_of_the_penalised_likelihood():
@@ -147,7 +150,7 @@ def test_pick_score_is_the_drop_of_the_weighted_variance():
     wins = win_matrix(games, models)
     theta = fit_logits(wins, settings.alpha)
     covariance = fisher_covariance(wins, theta, settings.alpha)
-    weights = relevance(theta, covariance, settings.criterion)
+    weights = relevance(theta, covariance, settings.criterion, settings.floor)
     i, j = models.index(units["model_a"].iloc[0]), models.index(units["model_b"].iloc[0])
     p = 1 / (1 + np.exp(theta[j] - theta[i]))
     d = np.zeros(4)
@@ -279,3 +282,14 @@ def test_adaptive_beats_random_selection_on_average():
     assert np.mean(close["ranking"]["tau"]) > np.mean(close["random"]["tau"])
     wide = design_errors(12, 3.0, 0.1, ("information", "random"), range(100, 108))
     assert np.mean(wide["information"]["rmse"]) < np.mean(wide["random"]["rmse"])
+
+
+def test_ranking_weights_run_from_the_misorder_probability_to_uniform():
+    logit = np.array([1.0, 0.9, -1.0])
+    covariance = np.diag([0.01, 0.01, 0.01])
+    uniform = relevance(logit, covariance, "information", 0.1)
+    np.testing.assert_allclose(relevance(logit, covariance, "ranking", 1.0), uniform)
+    pure = relevance(logit, covariance, "ranking", 0.0)
+    # a and b: gap 0.1 with sd 0.14, order wrong with probability Phi(-0.707) = 0.24; a and c: ~0
+    assert -pure[0, 1] == pytest.approx(0.2398, abs=1e-3) and -pure[0, 2] < 1e-9
+    assert -relevance(logit, covariance, "ranking", 0.1)[0, 2] == pytest.approx(0.1)

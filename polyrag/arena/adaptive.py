@@ -18,7 +18,11 @@ Rounds:
   logit_l)`` over all pairs (k, l) (a rank-one update, so pairs other than (i, j) count too).
   The weights ``r`` are the criterion: ``ranking`` (default) weighs each pair by the probability
   that its current order is wrong, ``Phi(-|d_kl| / sd_kl)``, so that settled pairs stop drawing
-  calls; ``information`` weighs all pairs alike (A-optimal design: p(1-p) and variance alone);
+  calls, plus a ``floor`` (0.1) that every pair keeps: without it, pairs whose estimated gap came
+  out too wide are left alone, the logits are pushed apart and the bootstrap intervals under-cover
+  (0.85-0.88 for 95%, benchmark); with it coverage is that of random selection and most of the
+  gain in Kendall tau stays. ``information`` weighs all pairs alike (``floor`` 1: the A-optimal
+  design, p(1-p) and variance alone);
   ``random`` picks unjudged units uniformly (the baseline). After each pick the covariance is
   updated, so one round spreads its picks instead of repeating the best pair. Round k has
   ``growth**k`` times the units of round 0 (1.5 by default): small rounds while the fit rests on
@@ -64,7 +68,8 @@ class AdaptiveSettings:
     block: int = 10  # questions of one pair per pick
     growth: float = 1.5  # round k (k >= 1) has growth**k times the units of round 0
     cycles: int = 1  # random Hamiltonian cycles in round 0
-    criterion: str = "information"
+    criterion: str = "ranking"
+    floor: float = 0.1  # weight every pair keeps under ``ranking`` however settled its order
     alpha: float = 0.01  # the Bradley-Terry penalty (arena.regularization)
     neighbours: int = 4  # placement opponents of a new model
     bootstrap: int = 100  # tournaments of the stopping rule each round; 0: stop on the budget alone
@@ -75,6 +80,8 @@ class AdaptiveSettings:
         for name in ("block", "cycles", "neighbours"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"arena.adaptive.{name}: {getattr(self, name)} must be at least 1")
+        if not 0 <= self.floor <= 1:
+            raise ConfigError(f"arena.adaptive.floor: {self.floor} is not in [0, 1]")
         if not self.growth >= 1:
             raise ConfigError(f"arena.adaptive.growth: {self.growth} must be at least 1")
 
@@ -236,14 +243,16 @@ def fisher_covariance(wins: np.ndarray, logit: np.ndarray, alpha: float) -> np.n
     return np.linalg.inv(hessian)
 
 
-def relevance(logit: np.ndarray, covariance: np.ndarray, criterion: str) -> np.ndarray:
-    """Weights r_kl of the pair differences in the design criterion, as a Laplacian matrix."""
+def relevance(logit: np.ndarray, covariance: np.ndarray, criterion: str, floor: float) -> np.ndarray:
+    """Weights r_kl of the pair differences in the design criterion, as a Laplacian matrix:
+    ``information`` 1; ``ranking`` ``floor + (1 - floor) * Phi(-|d_kl| / sd_kl)``."""
     n = len(logit)
     if criterion == "information":
         r = np.ones((n, n))
     else:
         variance = np.diag(covariance)[:, None] + np.diag(covariance)[None, :] - 2 * covariance
-        r = ndtr(-np.abs(logit[:, None] - logit[None, :]) / np.sqrt(np.maximum(variance, 1e-12)))
+        wrong = ndtr(-np.abs(logit[:, None] - logit[None, :]) / np.sqrt(np.maximum(variance, 1e-12)))
+        r = floor + (1 - floor) * wrong
     np.fill_diagonal(r, 0)
     return np.diag(r.sum(axis=1)) - r
 
@@ -277,7 +286,7 @@ def select_round(games: pd.DataFrame, models: list[str], questions: list[str], n
         if not m.any():
             break
         w = 2 * m * p * (1 - p)
-        weighted = covariance @ relevance(logit, covariance, settings.criterion) @ covariance
+        weighted = covariance @ relevance(logit, covariance, settings.criterion, settings.floor) @ covariance
         # d = e_i - e_j; d'Cd and d'C R C d for every pair at once
         v = covariance[i, i] + covariance[j, j] - 2 * covariance[i, j]
         u = weighted[i, i] + weighted[j, j] - 2 * weighted[i, j]
@@ -328,7 +337,8 @@ def next_round(games: pd.DataFrame, models: list[str], questions: list[str], bud
         if ranking_settled(table):
             return pd.DataFrame(columns=UNIT_COLUMNS), "ranking settled"
     n_units = min(left, round_units(len(models), settings, round_index))
-    return select_round(games, models, questions, n_units, settings, seed, lang, round_index, played), settings.criterion
+    units = select_round(games, models, questions, n_units, settings, seed, lang, round_index, played)
+    return units, settings.criterion
 
 
 def run_rounds(models: list[str], questions: list[str], judge: Callable[[pd.DataFrame], pd.DataFrame],
@@ -337,7 +347,8 @@ def run_rounds(models: list[str], questions: list[str], judge: Callable[[pd.Data
                first_round: int = 0) -> tuple[pd.DataFrame, list[pd.DataFrame], str]:
     """Rounds until one has no units, as the workflow runs them: ``judge`` turns a round's units
     into games (both orders of each). Returns all games, the rounds' units and the stop reason."""
-    games = pd.DataFrame(columns=["query_id", "model_a", "model_b", "shown_first", "verdict"]) if games is None else games
+    if games is None:
+        games = pd.DataFrame(columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
     rounds = []
     k = first_round
     while True:
