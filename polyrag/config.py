@@ -322,10 +322,13 @@ def model_pairs(models: list[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
 
 
-def model_resources(entry: dict) -> dict[str, int]:
-    """Cluster resources of one model's jobs: backend defaults, then the model's own."""
+def model_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of one model's jobs: backend defaults, then the model's own. Attempt k
+    (a retry, e.g. after SLURM killed the job at its time limit) asks for k times the runtime;
+    it resumes from the LLM cache, so the time already spent is not spent again."""
     defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
-    return {**defaults, **(entry.get("resources") or {})}
+    resources = {**defaults, **(entry.get("resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}
 
 
 def generation_settings(config: dict, model: str) -> dict:

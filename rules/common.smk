@@ -161,7 +161,7 @@ def feature_group_files(wildcards):
 
 
 def feature_model_resource(group, name):
-    return lambda wildcards: model_resources(config["features"][group] or {})[name]
+    return lambda wildcards, attempt: model_resources(config["features"][group] or {}, attempt)[name]
 
 
 def llm_feature_judge(wildcards):
@@ -170,7 +170,7 @@ def llm_feature_judge(wildcards):
 
 
 def llm_feature_resource(name):
-    return lambda wildcards: model_resources(config["judges"][config["features"]["llm"]["judge"]])[name]
+    return lambda wildcards, attempt: model_resources(config["judges"][config["features"]["llm"]["judge"]], attempt)[name]
 
 
 def pair_files(judge, lang, model_a, model_b):
@@ -192,7 +192,7 @@ def judge_entry(wildcards):
 
 
 def judge_resource(name):
-    return lambda wildcards: model_resources(config["judges"][wildcards.judge])[name]
+    return lambda wildcards, attempt: model_resources(config["judges"][wildcards.judge], attempt)[name]
 
 
 def model_entry(wildcards):
@@ -205,7 +205,7 @@ def model_settings(wildcards):
 
 
 def model_resource(name):
-    return lambda wildcards: model_resources(config["models"][wildcards.model])[name]
+    return lambda wildcards, attempt: model_resources(config["models"][wildcards.model], attempt)[name]
 
 
 def wrong_language_sources(wildcards):
@@ -243,7 +243,7 @@ def mars_generator(wildcards):
 
 
 def mars_generator_resource(name):
-    return lambda wildcards: model_resources(config["models"][MARS["generator"]])[name]
+    return lambda wildcards, attempt: model_resources(config["models"][MARS["generator"]], attempt)[name]
 
 
 MARS_JUDGE_RESOURCES = {

@@ -162,3 +162,12 @@ def test_xquad_evaluating_every_question_leaves_mars_no_gold_data(demo_config, r
     config.update(languages=["en", "de"], data={"source": "xquad"})
     with pytest.raises(ConfigError, match=r"my.yaml: data.max_questions: null evaluates every XQuAD question"):
         check(config, repo)
+
+
+def test_a_retry_asks_for_more_runtime_and_the_rest_stays():
+    """SLURM kills a job at its time limit; the retry (attempt 2) resumes from the LLM cache and
+    asks for twice the runtime, with the same GPUs, memory and threads."""
+    entry = {"backend": "vllm", "resources": {"runtime": 240}}
+    first, second = model_resources(entry), model_resources(entry, attempt=2)
+    assert (first["runtime"], second["runtime"]) == (240, 480)
+    assert {k: v for k, v in second.items() if k != "runtime"} == {k: v for k, v in first.items() if k != "runtime"}

@@ -3,6 +3,9 @@ on local weights, one job per pair for API judges, and the cluster-scale counts.
 
 from __future__ import annotations
 
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -54,3 +57,33 @@ def test_mirage_bench_at_20_models_and_18_languages_submits_a_few_hundred_jobs(r
     gpu = jobs[jobs["gpu"] > 0]
     assert not gpu.duplicated(["rule", "model"]).any()  # one load per GPU model and stage
     assert (~jobs["local"]).sum() <= 500
+
+
+def documented_cluster_commands(repo) -> list[str]:
+    """The snakemake commands of the README's cluster section and of the configs' and profiles' headers."""
+    section = (repo / "README.md").read_text().split("## On a cluster")[1].split("\n## ")[0]
+    commands = [line.split("  #")[0].strip() for block in section.split("```bash")[1:]
+                for line in block.split("```")[0].splitlines() if line.startswith("snakemake")]
+    for header in [*(repo / "configs").glob("*.yaml"), *(repo / "profiles").glob("*/config.yaml")]:
+        commands += [line.lstrip("# ").split("  #")[0] for line in header.read_text().splitlines()
+                     if line.lstrip("# ").startswith("snakemake ")]
+    # Optional parts in brackets are taken as written in the README: with mirage-bench's config.
+    return [re.sub(r"\[(--configfile [^\]]*)\]", r"\1", command).replace("--configfile ...", "--configfile configs/mirage-bench.yaml")
+            for command in commands]
+
+
+@pytest.mark.slow
+def test_the_documented_cluster_commands_work_as_written(repo):
+    """Every command as users copy it, as a dry run (and the DAG command as it is) against the
+    real profiles, from the checkout, on a machine without conda."""
+    commands = documented_cluster_commands(repo)
+    assert len(commands) >= 5 and any("--dag" in command for command in commands)
+    for command in commands:
+        args = shlex.split(command.split("|")[0])
+        if "--dag" not in args and "-n" not in args:
+            args.insert(1, "-n")
+        if "slurm-conda" in command and not shutil.which("conda"):
+            continue  # a conda profile needs conda even for a dry run; its envs are tested in test_conda_envs.py
+        result = subprocess.run([sys.executable, "-m", *args], cwd=repo, capture_output=True, text=True)
+        assert result.returncode == 0, f"{command}\n{result.stderr[-2000:]}"
+        assert ("digraph" in result.stdout) if "--dag" in args else ("leaderboard" in result.stdout), command
