@@ -44,6 +44,9 @@ placement games go against the neighbours a simulated surrogate predicts (logit 
 1.0, or a random ranking), then the rounds spend the grown budget; rank error of the new model
 after 80, 400, 1000 and 1900 added calls, and the cost of recomputing the design from scratch.
 
+Stopping (``--stopping-seeds``, 0 to skip): the default design with its stopping rule and the
+whole exhaustive design as budget: the share spent when it stops, and Kendall tau there.
+
 Verdicts mode (``--judgments DIR``): the exhaustive verdicts that exist in
 ``DIR/{lang}/*.parquet`` (``results/judgments/{judge}``) are subsampled by each design: tau with
 the exhaustive ranking per language (there is no truth). ``--write-simulated DIR`` writes one
@@ -344,6 +347,34 @@ def placement_table(args) -> None:
     print(table.reset_index().to_string(index=False, float_format=lambda x: f"{x:.2f}"))
 
 
+def stopping_seed(task: tuple) -> dict:
+    """The default design with its stopping rule (``--bootstrap`` tournaments each round) and
+    the whole exhaustive design as its budget: where does it stop, and with what ranking?"""
+    scenario, seed, args = task
+    truth, exhaustive, questions = simulated_arena(scenario, seed, args)
+    models = list(truth.index)
+    settings = AdaptiveSettings(bootstrap=args.bootstrap)
+    games, rounds, reason = run_rounds(models, questions, Lookup(exhaustive), len(played_units(exhaustive)), settings,
+                                       seed, scenario)
+    fitted = logits(games, models)
+    return {"scenario": scenario, "seed": seed, "stopped": reason == "ranking settled", "rounds": len(rounds),
+            "share_spent": len(played_units(games)) / exhaustive_units(len(models), len(questions)),
+            "tau_truth": tau(fitted, truth), "tau_exhaustive": tau(fitted, logits(exhaustive, models))}
+
+
+def stopping_table(args) -> None:
+    tasks = [(scenario, seed, args) for scenario in SCENARIOS for seed in range(args.stopping_seeds)]
+    rows = pd.DataFrame(parallel(stopping_seed, tasks, args.jobs))
+    print(f"\nStopping rule (adjacent 95% intervals all separated, or fewer than "
+          f"{AdaptiveSettings().tolerance} pairs expected out of order over {args.bootstrap} bootstrap tournaments), "
+          f"default design, budget = the exhaustive design; mean over {args.stopping_seeds} seeds")
+    table = rows.groupby("scenario", sort=False).agg(
+        stopped=("stopped", "mean"), rounds=("rounds", "mean"), share_spent=("share_spent", "mean"),
+        share_min=("share_spent", "min"), share_max=("share_spent", "max"), tau_truth=("tau_truth", "mean"),
+        tau_exhaustive=("tau_exhaustive", "mean"))
+    print(table.reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
 def verdicts_mode(args) -> None:
     """Subsample the exhaustive verdicts that exist, per language, with each design."""
     folders = sorted(d for d in Path(args.judgments).iterdir() if d.is_dir())
@@ -386,11 +417,12 @@ def main() -> None:
     parser.add_argument("--tie-prob", type=float, default=0.1)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--coverage-seeds", type=int, default=10, help="seeds of the coverage table; 0: none")
-    parser.add_argument("--bootstrap", type=int, default=100, help="tournaments of the coverage intervals")
+    parser.add_argument("--bootstrap", type=int, default=100, help="tournaments of the intervals and the stopping rule")
     parser.add_argument("--placement-seeds", type=int, default=10, help="0: no placement table")
+    parser.add_argument("--stopping-seeds", type=int, default=5, help="0: no stopping-rule table")
     parser.add_argument("--design-table", action="store_true")
     parser.add_argument("--design-seeds", type=int, default=10)
-    parser.add_argument("--jobs", type=int, default=1, help="processes")
+    parser.add_argument("--jobs", type=int, default=2, help="processes")
     parser.add_argument("--judgments", help="a judge's judgments folder: {lang}/{model_a}__{model_b}.parquet")
     parser.add_argument("--write-simulated", help="write simulated exhaustive judgments into this folder and exit")
     args = parser.parse_args()
@@ -401,11 +433,14 @@ def main() -> None:
     if args.judgments:
         verdicts_mode(args)
     else:
-        ranking_tables(args)
+        if args.seeds:
+            ranking_tables(args)
         if args.coverage_seeds:
             coverage_table(args)
         if args.placement_seeds:
             placement_table(args)
+        if args.stopping_seeds:
+            stopping_table(args)
         if args.design_table:
             design_table(args)
     print(f"\n{time.perf_counter() - start:.0f} s")

@@ -10,9 +10,10 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import kendalltau
 
-from polyrag.arena.adaptive import (AdaptiveSettings, exhaustive_units, fisher_covariance, next_round,
-                                    parse_budget, placement, planned_rounds, played_units, questions_by_pair,
-                                    ranking_settled, relevance, round_zero, run_rounds, select_round)
+from polyrag.arena.adaptive import (AdaptiveSettings, expected_discordant, exhaustive_units, fisher_covariance,
+                                    next_round, parse_budget, placement, planned_rounds, played_units,
+                                    questions_by_pair, ranking_settled, relevance, round_zero, run_rounds,
+                                    select_round)
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.games import win_matrix
 from polyrag.config import model_pairs
@@ -293,3 +294,18 @@ def test_ranking_weights_run_from_the_misorder_probability_to_uniform():
     # a and b: gap 0.1 with sd 0.14, order wrong with probability Phi(-0.707) = 0.24; a and c: ~0
     assert -pure[0, 1] == pytest.approx(0.2398, abs=1e-3) and -pure[0, 2] < 1e-9
     assert -relevance(logit, covariance, "ranking", 0.1)[0, 2] == pytest.approx(0.1)
+
+
+def test_expected_discordant_counts_pairs_out_of_order_per_tournament():
+    """Against scipy: with no tied logits, the discordant pairs of a tournament are
+    (1 - tau) / 2 x C(n, 2)."""
+    rng = np.random.default_rng(5)
+    models = models_named(6)
+    point = rng.normal(size=6)
+    samples = point + rng.normal(scale=0.5, size=(40, 6))
+    table = pd.DataFrame({"model": models, "logit": point})
+    bootstrap = pd.DataFrame({"tournament": np.repeat(np.arange(40), 6), "model": np.tile(models, 40),
+                              "logit": samples.ravel()})
+    by_scipy = np.mean([(1 - kendalltau(row, point).statistic) / 2 * 15 for row in samples])
+    assert expected_discordant(table, bootstrap) == pytest.approx(by_scipy)
+    assert expected_discordant(table, bootstrap.assign(logit=np.tile(point, 40))) == 0

@@ -32,7 +32,11 @@ Rounds:
   depend on the other models, so a pair's questions stay the same when a model is added.
 - **Stopping** (``next_round``): the budget is spent, every unit is judged, or the ranking is
   settled: every model's best and worst rank allowed by the bootstrap intervals (``rank_ranges``)
-  are equal, which holds exactly when every adjacent pair's 95% intervals are separated.
+  are equal, which holds exactly when every adjacent pair's 95% intervals are separated, or the
+  bootstrap tournaments order fewer than ``tolerance`` (0.5) pairs unlike the point fit on
+  average (``expected_discordant``). The first rule alone almost never fires with 19 models (one
+  adjacent pair whose intervals touch is enough); the second asks that the leaderboard be
+  expected to have less than half a pair out of order, and never fires while tied models remain.
 - **Placement** (``placement``): a model without games in an arena that has games plays first
   against its ``neighbours`` nearest models in the surrogate judge's predicted ranking (half
   above, half below), ``block`` questions each; later rounds treat it like any other model.
@@ -73,6 +77,7 @@ class AdaptiveSettings:
     alpha: float = 0.01  # the Bradley-Terry penalty (arena.regularization)
     neighbours: int = 4  # placement opponents of a new model
     bootstrap: int = 100  # tournaments of the stopping rule each round; 0: stop on the budget alone
+    tolerance: float = 0.5  # stop when the bootstrap expects fewer pairs than this out of order
 
     def __post_init__(self):
         if self.criterion not in CRITERIA:
@@ -80,6 +85,8 @@ class AdaptiveSettings:
         for name in ("block", "cycles", "neighbours"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"arena.adaptive.{name}: {getattr(self, name)} must be at least 1")
+        if self.tolerance < 0:
+            raise ConfigError(f"arena.adaptive.tolerance: {self.tolerance} must not be negative")
         if not 0 <= self.floor <= 1:
             raise ConfigError(f"arena.adaptive.floor: {self.floor} is not in [0, 1]")
         if not self.growth >= 1:
@@ -307,6 +314,16 @@ def ranking_settled(table: pd.DataFrame) -> bool:
     return bool((table["rank_best"] == table["rank_worst"]).all())
 
 
+def expected_discordant(table: pd.DataFrame, bootstrap: pd.DataFrame) -> float:
+    """Pairs of models ordered unlike the point fit, averaged over the bootstrap tournaments: the
+    expected Kendall distance between the leaderboard and a resampled one."""
+    point = table.set_index("model")["logit"]
+    samples = bootstrap.pivot(index="tournament", columns="model", values="logit")[point.index].to_numpy()
+    point_order = np.sign(point.to_numpy()[:, None] - point.to_numpy()[None, :])
+    sample_order = np.sign(samples[:, :, None] - samples[:, None, :])
+    return float((sample_order != point_order).sum(axis=(1, 2)).mean() / 2)
+
+
 def next_round(games: pd.DataFrame, models: list[str], questions: list[str], budget_units: int,
                settings: AdaptiveSettings, seed: int, lang: str, round_index: int,
                predicted: Mapping[str, float] | None = None) -> tuple[pd.DataFrame, str]:
@@ -332,9 +349,9 @@ def next_round(games: pd.DataFrame, models: list[str], questions: list[str], bud
     if spent >= exhaustive_units(len(models), len(questions)):
         return pd.DataFrame(columns=UNIT_COLUMNS), "design exhausted"
     if settings.bootstrap:
-        table, _, _ = bradley_terry(games, models, settings.alpha, settings.bootstrap,
-                                    rng_for(seed, "adaptive-bootstrap", lang, round_index))
-        if ranking_settled(table):
+        table, bootstrap, _ = bradley_terry(games, models, settings.alpha, settings.bootstrap,
+                                            rng_for(seed, "adaptive-bootstrap", lang, round_index))
+        if ranking_settled(table) or expected_discordant(table, bootstrap) < settings.tolerance:
             return pd.DataFrame(columns=UNIT_COLUMNS), "ranking settled"
     n_units = min(left, round_units(len(models), settings, round_index))
     units = select_round(games, models, questions, n_units, settings, seed, lang, round_index, played)
