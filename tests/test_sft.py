@@ -249,6 +249,37 @@ def test_training_is_seeded(tiny_training, tmp_path):
             == (tiny_training["root"] / "adapter" / "adapter_model.safetensors").read_bytes())
 
 
+def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, monkeypatch):
+    """On CPU trl would score every position through the output layer; scoring the answer's alone
+    (polyrag.sft.train.answer_positions_only) gives the same losses and the same adapter."""
+    import contextlib
+
+    from safetensors.torch import load_file
+
+    import trl.trainer.utils as trl_utils
+
+    import polyrag.sft.train as sft_train
+
+    cpu = torch.device("cpu")
+    assert not trl_utils._use_triton(cpu)
+    with sft_train.answer_positions_only("cpu"):
+        assert trl_utils._use_triton(cpu)  # the fused head compacts to the labelled positions
+    assert not trl_utils._use_triton(cpu)
+    settings = {**TINY_TRAINING, "epochs": 1}
+    examples, base = tiny_training["examples"], str(tiny_training["base"])
+    sft_train.train_lora(examples, settings, base, tmp_path / "answer", tmp_path / "answer.csv", seed=11)
+    monkeypatch.setattr(sft_train, "answer_positions_only", lambda device: contextlib.nullcontext())
+    sft_train.train_lora(examples, settings, base, tmp_path / "every", tmp_path / "every.csv", seed=11)
+    answer, every = read_loss(tmp_path / "answer.csv"), read_loss(tmp_path / "every.csv")
+    assert len(answer) == len(every) == 2
+    for a, e in zip(answer, every):
+        assert float(a["loss"]) == pytest.approx(float(e["loss"]), rel=1e-5)
+    weights = [load_file(tmp_path / name / "adapter_model.safetensors") for name in ("answer", "every")]
+    assert weights[0].keys() == weights[1].keys()
+    for key in weights[0]:
+        assert torch.allclose(weights[0][key], weights[1][key], atol=1e-5)
+
+
 def test_served_adapter_reproduces_the_trained_model(tiny_training):
     """The transformers backend loads base + adapter (merged) and gives the trained model's logits
     and greedy answers, from the prompt ids training used."""
