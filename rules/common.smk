@@ -91,7 +91,8 @@ def all_targets():
         expand("results/data/{lang}.parquet", lang=LANGUAGES)
         + expand("results/answers/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
         + expand("results/features/{model}/{lang}.parquet", model=MODELS, lang=LANGUAGES)
-        + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=JUDGES, lang=LANGUAGES)
+        # The surrogate of the leaderboard's judge only (other judges' on demand): it costs seconds a fit.
+        + expand("results/arena/{judge}/{lang}/surrogate.csv", judge=ARENA_JUDGE or [], lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES)
         + expand("results/arena/{judge}/{lang}/style_controlled.csv", judge=JUDGES, lang=LANGUAGES)
         + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png",
