@@ -41,7 +41,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
     # The Gemma judge: its own sampling over judging:'s, on three contestants; the panel on every pair.
     gemma = judging_settings(config, "gemma-judge")
-    assert gemma["max_tokens"] == 2 and gemma["response_prefix"].endswith("[[") and gemma["max_questions"] == 1
+    assert gemma["max_tokens"] == 2 and gemma["response_prefix"].endswith("[[") and gemma["max_questions"] == 2
     assert judging_settings(config, "reference")["max_tokens"] == 1024 and judging_settings(config, "reference")["stop"] == []
     assert judge_pairs(config, "gemma-judge") == [("gemma-270m", "mock-50"), ("gemma-270m", "mock-perfect"),
                                                    ("mock-50", "mock-perfect")]
