@@ -50,12 +50,15 @@ def test_human_agreement_is_joined_per_judge_and_language():
     assert diagnostics_with_human_agreement(diagnostics, None) is diagnostics
 
 
-def test_style_coefficients_one_row_per_judge_and_language():
-    coefficients = pd.DataFrame({"judge": ["j"] * 2, "lang": ["en"] * 2, "covariate": ["length_tokens", "citations"],
-                                 "coefficient": [0.5, np.nan], "ci_low": [0.1, np.nan], "ci_high": [0.9, np.nan]})
+def test_style_coefficients_one_row_per_judge_and_language_in_the_order_given():
+    coefficients = pd.DataFrame({"judge": ["j"] * 2 + ["a"] * 2, "lang": ["en"] * 4,
+                                 "covariate": ["length_tokens", "citations"] * 2,
+                                 "coefficient": [0.5, np.nan, -0.001, 1.0], "ci_low": [0.1, np.nan, -0.2, 0.5],
+                                 "ci_high": [0.9, np.nan, 0.2, 1.5]})
     view = style_view(coefficients)
-    assert view.to_dict("records") == [{"judge": "j", "lang": "en", "length_tokens": "0.50 [0.10, 0.90]",
-                                        "citations": "n/a"}]
+    assert view.to_dict("records") == [
+        {"judge": "j", "lang": "en", "length_tokens": "0.50 [0.10, 0.90]", "citations": "n/a"},
+        {"judge": "a", "lang": "en", "length_tokens": "0.00 [-0.20, 0.20]", "citations": "1.00 [0.50, 1.50]"}]
 
 
 def test_ranks_read_back_from_a_csv_are_shown_as_integers():

@@ -13,8 +13,11 @@ import pandas as pd
 
 def with_interval(value: pd.Series, low: pd.Series, high: pd.Series) -> pd.Series:
     """``"0.52 [0.41, 0.63]"`` per row; "n/a" where the value is missing."""
-    return pd.Series([f"{v:.2f} [{lo:.2f}, {hi:.2f}]" if pd.notna(v) else "n/a" for v, lo, hi in zip(value, low, high)],
-                     index=value.index)
+    def two_decimals(x: float) -> str:
+        return f"{round(x, 2) + 0.0:.2f}"  # + 0.0: no "-0.00" for a rounding of -0.001
+
+    return pd.Series([f"{two_decimals(v)} [{two_decimals(lo)}, {two_decimals(hi)}]" if pd.notna(v) else "n/a"
+                      for v, lo, hi in zip(value, low, high)], index=value.index)
 
 
 def diagnostics_with_human_agreement(diagnostics: pd.DataFrame, credibility: pd.DataFrame | None) -> pd.DataFrame:
@@ -69,7 +72,10 @@ def style_view(coefficients: pd.DataFrame) -> pd.DataFrame:
     cells = coefficients.assign(cell=with_interval(coefficients["coefficient"], coefficients["ci_low"],
                                                    coefficients["ci_high"]))
     wide = cells.pivot(index=["judge", "lang"], columns="covariate", values="cell")
-    return wide[list(dict.fromkeys(coefficients["covariate"]))].reset_index()
+    order = list(dict.fromkeys(zip(coefficients["judge"], coefficients["lang"])))  # as given, not sorted
+    wide = wide.loc[order, list(dict.fromkeys(coefficients["covariate"]))]
+    wide.columns.name = None
+    return wide.reset_index()
 
 
 def rankings_by_judge(bradley_terry: pd.DataFrame, arena_judge: str) -> pd.DataFrame:
