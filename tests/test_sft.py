@@ -280,6 +280,19 @@ def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, m
         assert torch.allclose(weights[0][key], weights[1][key], atol=1e-5)
 
 
+def test_gradient_checkpointing_gives_the_same_losses(tiny_training, tmp_path):
+    """The paper's settings recompute activations (checkpointing on, the default): same training."""
+    from polyrag.sft.train import train_lora
+
+    settings = {**TINY_TRAINING, "epochs": 1}
+    examples, base = tiny_training["examples"], str(tiny_training["base"])
+    for name, checkpointing in (("plain", False), ("checkpointed", True)):
+        train_lora(examples, {**settings, "gradient_checkpointing": checkpointing}, base, tmp_path / name,
+                   tmp_path / f"{name}.csv", seed=11)
+    plain, checkpointed = read_loss(tmp_path / "plain.csv"), read_loss(tmp_path / "checkpointed.csv")
+    assert [float(r["loss"]) for r in checkpointed] == pytest.approx([float(r["loss"]) for r in plain], rel=1e-5)
+
+
 def test_served_adapter_reproduces_the_trained_model(tiny_training):
     """The transformers backend loads base + adapter (merged) and gives the trained model's logits
     and greedy answers, from the prompt ids training used."""

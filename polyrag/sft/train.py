@@ -190,7 +190,7 @@ def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | P
         "dropped_too_long": too_long,
         "optimizer_steps": trainer.state.global_step,
         "seconds": round(seconds, 3),
-        "cpu_seconds": round(cpu_seconds, 3),  # all threads of this process: the work, whatever else runs
+        "cpu_seconds": round(cpu_seconds, 3),  # all threads of this process (their spin-waits included)
         "examples_per_second": len(features) * float(settings["epochs"]) / seconds,
         "tokens_per_second": tokens / seconds,
         "trainable_parameters": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
