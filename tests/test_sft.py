@@ -242,11 +242,14 @@ def test_training_lowers_the_loss_and_writes_adapter_and_history(tiny_training):
 def test_training_is_seeded(tiny_training, tmp_path):
     from polyrag.sft.train import train_lora
 
-    train_lora(tiny_training["examples"], TINY_TRAINING, str(tiny_training["base"]), tmp_path / "again",
-               tmp_path / "loss.csv", seed=11)
-    assert read_loss(tmp_path / "loss.csv") == read_loss(tiny_training["root"] / "loss.csv")
-    assert ((tmp_path / "again" / "adapter_model.safetensors").read_bytes()
-            == (tiny_training["root"] / "adapter" / "adapter_model.safetensors").read_bytes())
+    settings = {**TINY_TRAINING, "epochs": 1}
+    for name, seed in (("first", 11), ("again", 11), ("other", 12)):
+        train_lora(tiny_training["examples"], settings, str(tiny_training["base"]), tmp_path / name,
+                   tmp_path / f"{name}.csv", seed=seed)
+    weights = {name: (tmp_path / name / "adapter_model.safetensors").read_bytes() for name in ("first", "again", "other")}
+    assert read_loss(tmp_path / "again.csv") == read_loss(tmp_path / "first.csv")
+    assert weights["again"] == weights["first"]
+    assert weights["other"] != weights["first"]  # the seed sets the LoRA initialisation and the data order
 
 
 def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, monkeypatch):
