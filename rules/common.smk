@@ -107,14 +107,17 @@ def judge_roles(wildcards):
     return configured_judge_roles(config)
 
 
-def judgment_paths(judge, lang):
-    """The games of one judge and language: a file per pair, or one file of every pair for a
+def games_path(judge, lang, model_a, model_b):
+    """Where a judge's games of one pair live: a file per pair, or one file of every pair for a
     judge on local weights (one job writes them all; one file keeps the DAG small) and for a
     panel (one vote over its members' files)."""
-    pairs = judge_pairs(config, judge)
-    if judge in LOCAL_MODEL_JUDGES + PANEL_JUDGES:
-        return [f"results/judgments/{judge}/{lang}/games.parquet"] if pairs else []
-    return [f"results/judgments/{judge}/{lang}/{a}__{b}.parquet" for a, b in pairs]
+    name = "games" if judge in LOCAL_MODEL_JUDGES + PANEL_JUDGES else f"{model_a}__{model_b}"
+    return f"results/judgments/{judge}/{lang}/{name}.parquet"
+
+
+def judgment_paths(judge, lang):
+    """The games files of one judge and language, each once."""
+    return list(dict.fromkeys(games_path(judge, lang, a, b) for a, b in judge_pairs(config, judge)))
 
 
 def judgment_files(wildcards):
@@ -176,7 +179,6 @@ def llm_feature_resource(name):
 
 def pair_files(judge, lang, model_a, model_b):
     """Where the judge_pairs script reads one pair's answers and writes its games."""
-    games = "games.parquet" if judge in LOCAL_MODEL_JUDGES else f"{model_a}__{model_b}.parquet"
     return {
         "lang": lang,
         "model_a": model_a,
@@ -184,7 +186,7 @@ def pair_files(judge, lang, model_a, model_b):
         "questions": f"results/data/{lang}.parquet",
         "answers_a": f"results/answers/{model_a}/{lang}.parquet",
         "answers_b": f"results/answers/{model_b}/{lang}.parquet",
-        "output": f"results/judgments/{judge}/{lang}/{games}",
+        "output": games_path(judge, lang, model_a, model_b),
     }
 
 
