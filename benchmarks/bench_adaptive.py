@@ -67,11 +67,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+from bench_arena import exhaustive_games  # noqa: E402 - a sibling script
 from polyrag.arena.adaptive import (AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds, played_units,
                                     run_rounds)
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import read_games, win_matrix
-from polyrag.config import model_pairs
 from polyrag.seeds import rng_for
 
 SHARES = (0.10, 0.25, 0.50)
@@ -90,21 +90,6 @@ def true_strengths(scenario: str, n_models: int, rng: np.random.Generator) -> pd
         raise ValueError(scenario)
     models = [f"model-{i:02d}" for i in range(n_models)]
     return pd.Series(rng.permutation(levels), index=models)
-
-
-def simulate(truth: pd.Series, n_questions: int, tie_prob: float, rng: np.random.Generator) -> pd.DataFrame:
-    """The exhaustive design's games: every sorted pair on every question in both orders."""
-    pairs = model_pairs(list(truth.index))
-    a = np.repeat([p[0] for p in pairs], 2 * n_questions)
-    b = np.repeat([p[1] for p in pairs], 2 * n_questions)
-    query = np.tile(np.repeat([f"q{k:03d}" for k in range(n_questions)], 2), len(pairs))
-    shown_first = np.where(np.tile([True, False], len(pairs) * n_questions), a, b)
-    p_a = 1 / (1 + np.exp(truth[b].to_numpy() - truth[a].to_numpy()))
-    a_wins = rng.random(len(a)) < p_a
-    tie = rng.random(len(a)) < tie_prob
-    verdict = np.where(tie, "tie", np.where(a_wins, "model_a", "model_b"))
-    return pd.DataFrame({"query_id": query, "model_a": a, "model_b": b, "shown_first": shown_first,
-                         "verdict": verdict})
 
 
 class Lookup:
@@ -172,7 +157,7 @@ def simulated_arena(scenario: str, seed: int, args, extra_model: bool = False, t
     truth = true_strengths(scenario, args.models, rng)
     if extra_model:
         truth["new"] = rng.uniform(truth.min(), truth.max())
-    exhaustive = simulate(truth, args.questions, args.tie_prob if tie_prob is None else tie_prob, rng)
+    exhaustive = exhaustive_games(truth, args.questions, args.tie_prob if tie_prob is None else tie_prob, rng)
     return truth, exhaustive, sorted(exhaustive["query_id"].unique())
 
 

@@ -60,12 +60,10 @@ def default_regularization() -> float:
     return schema["properties"]["arena"]["properties"]["regularization"]["default"]
 
 
-def simulate(n_models: int, n_questions: int, spread: float, tie_prob: float, seed: int) -> tuple[pd.DataFrame, pd.Series]:
-    """Games in the judgments schema (one row per question, pair and order) and the true logits."""
-    rng = rng_for(seed, "bench_arena")
-    models = [f"model-{i:02d}" for i in range(n_models)]
-    truth = pd.Series(rng.permutation(np.linspace(-spread, spread, n_models)), index=models)
-    pairs = model_pairs(models)
+def exhaustive_games(truth: pd.Series, n_questions: int, tie_prob: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Games in the judgments schema: every sorted pair of ``truth``'s models on every question in
+    both orders, won with the Bradley-Terry probability of the true logits, tied with ``tie_prob``."""
+    pairs = model_pairs(list(truth.index))
     a = np.repeat([p[0] for p in pairs], 2 * n_questions)
     b = np.repeat([p[1] for p in pairs], 2 * n_questions)
     query = np.tile(np.repeat([f"q{k:04d}" for k in range(n_questions)], 2), len(pairs))
@@ -74,9 +72,16 @@ def simulate(n_models: int, n_questions: int, spread: float, tie_prob: float, se
     a_wins = rng.random(len(a)) < p_a
     tie = rng.random(len(a)) < tie_prob
     verdict = np.where(tie, "tie", np.where(a_wins, "model_a", "model_b"))
-    games = pd.DataFrame({"query_id": query, "model_a": a, "model_b": b, "shown_first": shown_first,
-                          "verdict": verdict})
-    return games, truth
+    return pd.DataFrame({"query_id": query, "model_a": a, "model_b": b, "shown_first": shown_first,
+                         "verdict": verdict})
+
+
+def simulate(n_models: int, n_questions: int, spread: float, tie_prob: float, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+    """Games (one row per question, pair and order) and the true logits."""
+    rng = rng_for(seed, "bench_arena")
+    models = [f"model-{i:02d}" for i in range(n_models)]
+    truth = pd.Series(rng.permutation(np.linspace(-spread, spread, n_models)), index=models)
+    return exhaustive_games(truth, n_questions, tie_prob, rng), truth
 
 
 def undefeated(games: pd.DataFrame, model: str) -> pd.DataFrame:
