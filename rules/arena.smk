@@ -3,14 +3,23 @@
 # cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
 
 
+# One job per judge and language fits both rankings from the same games (reading them once): plain
+# Bradley-Terry with a question bootstrap, and Chatbot Arena's style control, Bradley-Terry with
+# the answers' length, citation count and share of non-relevant citations as covariates, so a
+# judge's taste for style is not counted as strength.
 rule bradley_terry:
     input:
-        judgment_files,
+        games=judgment_files,
+        questions="results/data/{lang}.parquet",
+        answers=contestant_answers_in_language,
     output:
         table="results/arena/{judge}/{lang}/bradley_terry.csv",
         bootstrap="results/arena/{judge}/{lang}/bootstrap.parquet",
         tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
         diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
+        style_table="results/arena/{judge}/{lang}/style_controlled.csv",
+        style_coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
+        style_bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
     params:
         models=contestants,
         panel=lambda wildcards: wildcards.judge in PANEL_JUDGES,
@@ -28,35 +37,6 @@ rule bradley_terry:
         "../envs/core.yaml"
     script:
         "../scripts/bradley_terry.py"
-
-
-# Style control (Chatbot Arena's): Bradley-Terry with the answers' length, citation count and share
-# of non-relevant citations as covariates, so a judge's taste for style is not counted as strength.
-rule style_control:
-    input:
-        games=judgment_files,
-        questions="results/data/{lang}.parquet",
-        answers=contestant_answers_in_language,
-    output:
-        table="results/arena/{judge}/{lang}/style_controlled.csv",
-        coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
-        bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
-    params:
-        models=contestants,
-        bootstrap=config["arena"]["bootstrap"],
-        regularization=config["arena"]["regularization"],
-        seed=config["seed"],
-    log:
-        "logs/arena/{judge}/{lang}/style_control.log",
-    benchmark:
-        "results/benchmarks/arena/{judge}/{lang}/style_control.tsv"
-    resources:
-        mem_mb=4000,
-        runtime=30,
-    conda:
-        "../envs/core.yaml"
-    script:
-        "../scripts/style_control.py"
 
 
 # How the judges agree on the same games (Cohen's kappa) and whether a judge favours its own

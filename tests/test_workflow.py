@@ -341,7 +341,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # the judges that judge mock-20 (reference, the panel): the Gemma judge's contestants are
     # unchanged, so it is not rerun and neither are its fits.
     per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
-    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "style_control": 2 * 2, "surrogate": 2,
+    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "surrogate": 2,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
