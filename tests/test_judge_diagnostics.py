@@ -79,6 +79,7 @@ def test_an_unbiased_judge_is_consistent_above_chance_and_rates_count_ties_and_i
     assert result["pairs_both_orders"] == len(both)
     assert result["consistent_pairs"] == sum(len(set(orders.values())) == 1 for orders in both)
     assert result["invalid_rate"] == 3 / len(games) and result["games"] == len(games)
+    assert result["questions"] == 80  # simulate_games' questions, every one judged
     assert result["tie_rate"] == pytest.approx((games["verdict"] == "tie").sum() / (len(games) - 3))
     assert result["position_consistency_ci_low"] > result["position_consistency_chance"]
     # The first-position statistics are position_bias's, unchanged.

@@ -81,7 +81,7 @@ def judge_diagnostics(games: pd.DataFrame) -> dict:
     low, high = wilson_interval(consistent, len(pairs))
     verdicts = pd.concat([pairs["verdict_a_first"], pairs["verdict_b_first"]])
     chance = float((verdicts.value_counts(normalize=True) ** 2).sum()) if len(pairs) else np.nan
-    return {**bias, "games": total, "valid_games": valid,
+    return {**bias, "games": total, "valid_games": valid, "questions": games["query_id"].nunique(),
             "invalid_rate": bias["invalid"] / total if total else np.nan,
             "tie_rate": bias["ties"] / valid if valid else np.nan,
             "pairs_both_orders": len(pairs), "consistent_pairs": consistent,

@@ -34,6 +34,7 @@ def diagnostics_with_human_agreement(diagnostics: pd.DataFrame, credibility: pd.
 def diagnostics_view(diagnostics: pd.DataFrame) -> pd.DataFrame:
     view = pd.DataFrame({
         "judge": diagnostics["judge"], "lang": diagnostics["lang"], "games": diagnostics["games"],
+        "questions": diagnostics["questions"],
         "invalid_rate": diagnostics["invalid_rate"], "tie_rate": diagnostics["tie_rate"],
         "first_position_win_rate": with_interval(diagnostics["first_position_win_rate"],
                                                  diagnostics["first_position_ci_low"], diagnostics["first_position_ci_high"]),
