@@ -6,13 +6,17 @@
 # Under arena.budget: round k of a judge and language picks its units (pair, question) from the
 # games of rounds 0..k-1 (a Bradley-Terry fit and the design criterion, seconds), or none once the
 # budget is spent or the ranking settled. The chain of rounds is static, so `snakemake -n` lists
-# every round; each round's choice is a file (docs/adaptive_arena.md).
+# every round; each round's choice is a file (docs/adaptive_arena.md). A round where a model joins
+# (arena.adaptive.joined) places it against the neighbours the surrogate predicts from features.
 rule arena_round:
     input:
         questions="results/data/{lang}.parquet",
         games=lambda wildcards: round_paths(
             "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet", wildcards.judge, wildcards.lang, int(wildcards.k)
         ),
+        features=lambda wildcards: expand(
+            "results/features/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang
+        ) if placement_round(config, wildcards.judge, int(wildcards.k)) else [],
     output:
         units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
         record="results/arena/{judge}/{lang}/rounds/round_{k}.json",
@@ -20,11 +24,12 @@ rule arena_round:
         judge=alternatives(ROUND_JUDGES),
         k=r"\d+",
     params:
-        models=contestants,
+        models=round_models,
         budget=lambda wildcards: budget_spec(config, wildcards.lang),
         max_questions=lambda wildcards: config["judges"][wildcards.judge].get("max_questions"),
-        adaptive=config["arena"]["adaptive"],
+        adaptive=settings_entry(config),
         regularization=config["arena"]["regularization"],
+        surrogate=lambda wildcards: config["arena"]["surrogate"] if placement_round(config, wildcards.judge, int(wildcards.k)) else None,
         seed=config["seed"],
     localrule: True
     log:

@@ -25,7 +25,7 @@ from polyrag.config import (
     validate_config,
     wrong_language_source,
 )
-from polyrag.arena.rounds import budget_spec, judge_round_count, round_judges
+from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
 from polyrag.errors import ConfigError
 
 try:
@@ -136,6 +136,12 @@ def round_paths(pattern, judge, lang, rounds=None):
     """One path per round of a budgeted judge and language (the first ``rounds``, else all)."""
     count = ROUND_COUNTS[judge, lang] if rounds is None else rounds
     return [pattern.format(judge=judge, lang=lang, k=k) for k in range(count)]
+
+
+def round_models(wildcards):
+    """The models of one round: a model joining later (arena.adaptive.joined) is not in the
+    earlier rounds' params or inputs, so adding it reruns none of them."""
+    return models_at(config, wildcards.judge, int(wildcards.k))
 
 
 def judgment_files(wildcards):

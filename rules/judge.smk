@@ -98,7 +98,7 @@ rule judge_round:
     input:
         units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
         questions="results/data/{lang}.parquet",
-        answers=contestant_answers_in_language,
+        answers=lambda wildcards: expand("results/answers/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang),
     output:
         "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet",
     wildcard_constraints:
@@ -106,7 +106,7 @@ rule judge_round:
         k=r"\d+",
     params:
         judge=judge_entry,
-        models=contestants,
+        models=round_models,
         judging=judge_settings,
         cache_dir=config["cache_dir"],
     localrule: True

@@ -114,3 +114,22 @@ def test_with_budget_adds_games_and_share_spent():
     assert np.allclose(table["share_spent"], 0.375)
     en = by_language[by_language["lang"] == "en"].set_index("model")
     assert en.loc["x", "games"] == 10 and pd.isna(en.loc["z", "games"]) and (en["share_spent"] == 0.5).all()
+
+
+def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
+    from polyrag.arena.rounds import models_at, placement_round
+
+    demo_config["arena"]["budget"] = {"share": 0.5}
+    demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}
+    config = check(demo_config, repo)
+    old = ["gemma-270m", "mock-20", "mock-50", "mock-perfect"]
+    assert [models_at(config, "reference", k) for k in (0, 2)] == [old, old]
+    assert models_at(config, "reference", 3) == sorted(old + ["mock-80"])
+    assert [placement_round(config, "reference", k) for k in (0, 2, 3, 4)] == [False, False, True, False]
+    # 4 models: 36 units in 3 rounds (12, 18, 6); 5 models from scratch: 60 units in 3 rounds
+    # (15, 23, 22): the chain is round 3 (placement) plus 3 rounds, 7 in all
+    assert judge_round_count(config, "reference", "en") == 7
+    assert "joined" not in adaptive_settings(config).__dict__
+    demo_config["arena"]["adaptive"]["joined"] = {"not-a-model": 2}
+    with pytest.raises(ConfigError, match="arena.adaptive.joined.not-a-model: not a judged model"):
+        judge_round_count(check(demo_config, repo), "reference", "en")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import pandas as pd
 
 from polyrag.arena.adaptive import EXHAUSTIVE, AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds
-from polyrag.config import judge_contestants, judges_with_local_weights, panel_judges
+from polyrag.config import judge_contestants, judged_models, judges_with_local_weights, panel_judges
+from polyrag.errors import ConfigError
 
 
 def budget_spec(config: dict, lang: str) -> tuple[object, str]:
@@ -40,8 +41,35 @@ def round_judges(config: dict) -> list[str]:
     return [judge for judge in config["judges"] if judge not in kept]
 
 
+def settings_entry(config: dict) -> dict:
+    """``arena.adaptive`` without ``joined``: the keyword arguments of ``AdaptiveSettings``."""
+    return {key: value for key, value in config["arena"]["adaptive"].items() if key != "joined"}
+
+
 def adaptive_settings(config: dict) -> AdaptiveSettings:
-    return AdaptiveSettings(**config["arena"]["adaptive"], alpha=config["arena"]["regularization"])
+    return AdaptiveSettings(**settings_entry(config), alpha=config["arena"]["regularization"])
+
+
+def joined(config: dict, judge: str) -> dict[str, int]:
+    """The round at which each of this judge's contestants joins (0: from the start), checked:
+    a model under ``arena.adaptive.joined`` must be judged."""
+    late = config["arena"]["adaptive"].get("joined") or {}
+    judged = judged_models(config)
+    for model in late:
+        if model not in judged:
+            raise ConfigError(f"arena.adaptive.joined.{model}: not a judged model (models: with judge: true)")
+    return {model: late.get(model, 0) for model in judge_contestants(config, judge)}
+
+
+def models_at(config: dict, judge: str, round_index: int) -> list[str]:
+    """The contestants in round ``round_index``: those that joined at or before it."""
+    return [model for model, first in joined(config, judge).items() if first <= round_index]
+
+
+def placement_round(config: dict, judge: str, round_index: int) -> bool:
+    """Whether a model joins in this round (round 0 excepted): its arena_round needs the
+    surrogate's predictions, fitted from every model's features."""
+    return round_index > 0 and round_index in joined(config, judge).values()
 
 
 def arena_questions(config: dict, judge: str) -> int:
@@ -53,11 +81,19 @@ def arena_questions(config: dict, judge: str) -> int:
 
 def judge_round_count(config: dict, judge: str, lang: str) -> int:
     """Rounds of one judge and language that can spend its budget (round 0 included): the budget
-    computed with the most arena questions a language can have; a ConfigError names a bad key."""
+    computed with the most arena questions a language can have; a ConfigError names a bad key.
+    With models joining later: the rounds of the models there from the start, or the last
+    joining round plus the rounds that spend the whole budget from scratch (an upper bound:
+    rounds after the budget is spent are empty and cost no call)."""
     spec, key = budget_spec(config, lang)
-    models = judge_contestants(config, judge)
-    units = parse_budget(spec, len(models), arena_questions(config, judge), key)
-    return planned_rounds(units, len(models), adaptive_settings(config))
+    settings, questions = adaptive_settings(config), arena_questions(config, judge)
+    first = joined(config, judge)
+    counts = []
+    for start in sorted(set(first.values())):
+        models = [model for model, joins in first.items() if joins <= start]
+        units = parse_budget(spec, len(models), questions, key)
+        counts.append((start + 1 if start else 0) + planned_rounds(units, len(models), settings))
+    return max(counts)
 
 
 def question_ids(questions: pd.DataFrame, max_questions: int | None) -> list[str]:
