@@ -53,12 +53,13 @@ the exhaustive ranking per language (there is no truth). ``--write-simulated DIR
 simulated exhaustive arena in that layout, to try the mode.
 
     .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--coverage-seeds 10] [--design-table] [--jobs 2]
-    .venv/bin/python benchmarks/bench_adaptive.py --judgments results/judgments/gpt-4o
+    .venv/bin/python benchmarks/bench_adaptive.py --judgments results/judgments/gpt-4o [--block 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -376,13 +377,20 @@ def verdicts_mode(args) -> None:
         full = logits(games, models)
         for seed in range(args.seeds):
             for name, settings in DESIGNS.items():
+                if args.block:
+                    settings = dataclasses.replace(settings, block=args.block)
                 samples = design_games(games, models, questions, SHARES, settings, seed, folder.name)
                 for share, sample in samples.items():
                     rows.append({"lang": folder.name, "share": share, "design": name, "seed": seed,
                                  "tau_truth": np.nan, "tau_exhaustive": tau(logits(sample, models), full)})
     print("\n".join(["", *notes, "units a design chooses that have no verdict count as spent, with no game", ""]))
     print(f"Kendall tau with the BT ranking of all verdicts, mean ± sd over {args.seeds} design seeds")
-    print(summarise(pd.DataFrame(rows), ["lang", "share", "design"]).drop(columns="tau_truth").to_string(index=False))
+    rows = pd.DataFrame(rows)
+    table = summarise(rows, ["lang", "share", "design"]).drop(columns="tau_truth")
+    # the share of design seeds whose order is the exhaustive one exactly
+    table["same_order"] = rows.groupby(["lang", "share", "design"], sort=False)["tau_exhaustive"].apply(
+        lambda taus: (taus > 1 - 1e-12).mean()).to_numpy()
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
 
 
 def write_simulated(folder: Path, args) -> None:
@@ -409,6 +417,7 @@ def main() -> None:
     parser.add_argument("--design-seeds", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2, help="processes")
     parser.add_argument("--judgments", help="a judge's judgments folder: {lang}/{model_a}__{model_b}.parquet")
+    parser.add_argument("--block", type=int, help="questions per pick in --judgments mode (default: the design's, 10)")
     parser.add_argument("--write-simulated", help="write simulated exhaustive judgments into this folder and exit")
     args = parser.parse_args()
     start = time.perf_counter()

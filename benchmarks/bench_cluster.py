@@ -2,7 +2,10 @@
 its model list grown to 20 models (19 judged: 171 pairs) over its 18 languages, dry-run through
 profiles/slurm exactly as users run it.
 
-    .venv/bin/python benchmarks/bench_cluster.py [--models 20] [--repeats 3]
+    .venv/bin/python benchmarks/bench_cluster.py [--models 20] [--repeats 3] [--budget 0.5]
+
+``--budget S`` sets ``arena.budget: {share: S}``: the API judge then judges in rounds
+(``arena_round`` and ``judge_round`` per language and round, both on the submitting node).
 
 Prints, per rule, the jobs scheduled, where they run (an sbatch submission, or the submitting
 node for local rules) and how many times each GPU model is loaded; then the totals against the
@@ -28,9 +31,12 @@ REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"submissions": 500, "loads_per_model_and_stage": 1, "dry_run_s": 10.0}
 
 
-def scaled_config(models: int) -> dict:
-    """mirage-bench.yaml with vLLM models added (8B-class, like its own) up to ``models``."""
+def scaled_config(models: int, budget: float | None = None) -> dict:
+    """mirage-bench.yaml with vLLM models added (8B-class, like its own) up to ``models``, and a
+    judging budget (a share of the exhaustive design) when ``budget`` is given."""
     config = yaml.safe_load((REPO / "configs" / "mirage-bench.yaml").read_text())
+    if budget is not None:
+        config.setdefault("arena", {})["budget"] = {"share": budget}
     template = config["models"]["qwen-2.5-7b-instruct"]
     for index in range(len(config["models"]), models):
         config["models"][f"vllm-model-{index:02d}"] = {**template, "model": f"example/model-{index:02d}"}
@@ -79,8 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="dry runs to time (the table uses the first)")
+    parser.add_argument("--budget", type=float, help="arena.budget share (default: exhaustive)")
     args = parser.parse_args()
-    config = scaled_config(args.models)
+    config = scaled_config(args.models, args.budget)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
         config_path = workdir / "mirage-bench-scaled.yaml"
@@ -89,7 +96,8 @@ def main() -> None:
     jobs = job_table(runs[0][0])
     judged = sum(entry.get("judge", True) for entry in config["models"].values())
     print(f"configs/mirage-bench.yaml scaled to {len(config['models'])} models ({judged} judged, "
-          f"{judged * (judged - 1) // 2} pairs) x {len(config['languages'])} languages, through profiles/slurm\n")
+          f"{judged * (judged - 1) // 2} pairs) x {len(config['languages'])} languages, through profiles/slurm, "
+          f"arena.budget: {config.get('arena', {}).get('budget', 'exhaustive')}\n")
 
     per_rule = jobs.groupby("rule", sort=False).agg(jobs=("rule", "size"), local=("local", "all"), gpu_jobs=("gpu", "sum"))
     per_rule["sbatch"] = per_rule["jobs"].where(~per_rule["local"], 0)

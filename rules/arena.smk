@@ -3,6 +3,46 @@
 # cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
 
 
+# Under arena.budget: round k of a judge and language picks its units (pair, question) from the
+# games of rounds 0..k-1 (a Bradley-Terry fit and the design criterion, seconds), or none once the
+# budget is spent or the ranking settled. The chain of rounds is static, so `snakemake -n` lists
+# every round; each round's choice is a file (docs/adaptive_arena.md). A round where a model joins
+# (arena.adaptive.joined) places it against the neighbours the surrogate predicts from features.
+rule arena_round:
+    input:
+        questions="results/data/{lang}.parquet",
+        games=lambda wildcards: round_paths(
+            "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet", wildcards.judge, wildcards.lang, int(wildcards.k)
+        ),
+        features=lambda wildcards: expand(
+            "results/features/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang
+        ) if placement_round(config, wildcards.judge, int(wildcards.k)) else [],
+    output:
+        units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
+        record="results/arena/{judge}/{lang}/rounds/round_{k}.json",
+    wildcard_constraints:
+        judge=alternatives(ROUND_JUDGES),
+        k=r"\d+",
+    params:
+        models=round_models,
+        budget=lambda wildcards: budget_spec(config, wildcards.lang),
+        max_questions=lambda wildcards: config["judges"][wildcards.judge].get("max_questions"),
+        adaptive=settings_entry(config),
+        regularization=config["arena"]["regularization"],
+        surrogate=lambda wildcards: config["arena"]["surrogate"] if placement_round(config, wildcards.judge, int(wildcards.k)) else None,
+        seed=config["seed"],
+    localrule: True
+    log:
+        "logs/arena/{judge}/{lang}/round_{k}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/arena_round.py"
+
+
 # One job per judge and language fits both rankings from the same games (reading them once): plain
 # Bradley-Terry with a question bootstrap, and Chatbot Arena's style control, Bradley-Terry with
 # the answers' length, citation count and share of non-relevant citations as covariates, so a
@@ -113,6 +153,9 @@ rule leaderboard:
             "results/arena/{judge}/{lang}/style_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
         ),
         mars=expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [],
+        # under a budget, each language's last round: the share of the exhaustive design spent
+        rounds=[round_paths("results/arena/{judge}/{lang}/rounds/round_{k}.json", ARENA_JUDGE, lang)[-1]
+                for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
     output:
         leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category="Leaderboard"),
         by_language="results/leaderboard_by_language.csv",

@@ -25,6 +25,7 @@ from polyrag.config import (
     validate_config,
     wrong_language_source,
 )
+from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
 from polyrag.errors import ConfigError
 
 try:
@@ -55,7 +56,9 @@ MODELS = list(config["models"])
 JUDGES = list(config["judges"])
 LOCAL_MODEL_JUDGES = judges_with_local_weights(config)  # judged in one job each (one model load)
 PANEL_JUDGES = panel_judges(config)  # vote with their members' verdicts, one games file per language
-PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES + PANEL_JUDGES]
+# Under arena.budget, judges called per pair judge in rounds of adaptively chosen pairs (rules/arena.smk).
+ROUND_JUDGES = round_judges(config)
+PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES + PANEL_JUDGES + ROUND_JUDGES]
 JUDGED = judged_models(config)
 PAIRS = model_pairs(JUDGED)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
@@ -67,6 +70,13 @@ MARS_LANGUAGES = mars_languages(config) if MARS else []
 MARS_PAIRS = mars_pairs(config) if MARS else []
 MARS_GOLD_PAIRS = mars_gold_pairs(config) if MARS else []
 MARS_METRICS = MARS["metrics"] if MARS else []
+
+
+try:
+    ROUND_COUNTS = {(judge, lang): judge_round_count(config, judge, lang) for judge in ROUND_JUDGES for lang in LANGUAGES}
+except ConfigError as error:
+    source = ", ".join(map(str, workflow.overwrite_configfiles or workflow.configfiles)) or "config"
+    raise WorkflowError(f"invalid config: {source}: {error}") from None
 
 
 def alternatives(names):
@@ -117,7 +127,21 @@ def games_path(judge, lang, model_a, model_b):
 
 def judgment_paths(judge, lang):
     """The games files of one judge and language, each once."""
+    if judge in ROUND_JUDGES:
+        return round_paths("results/judgments/{judge}/{lang}/rounds/round_{k}.parquet", judge, lang)
     return list(dict.fromkeys(games_path(judge, lang, a, b) for a, b in judge_pairs(config, judge)))
+
+
+def round_paths(pattern, judge, lang, rounds=None):
+    """One path per round of a budgeted judge and language (the first ``rounds``, else all)."""
+    count = ROUND_COUNTS[judge, lang] if rounds is None else rounds
+    return [pattern.format(judge=judge, lang=lang, k=k) for k in range(count)]
+
+
+def round_models(wildcards):
+    """The models of one round: a model joining later (arena.adaptive.joined) is not in the
+    earlier rounds' params or inputs, so adding it reruns none of them."""
+    return models_at(config, wildcards.judge, int(wildcards.k))
 
 
 def judgment_files(wildcards):

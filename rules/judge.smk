@@ -89,3 +89,37 @@ rule panel_games:
         "../envs/core.yaml"
     script:
         "../scripts/panel_games.py"
+
+
+# Under arena.budget: round k of a judge called per pair judges the units (pair, question) that
+# rule arena_round chose, in both orders, in one job of every pair of the round (the LLM layer
+# batches them). Like judge_pair it runs where snakemake runs: bound by the API, not by a node.
+rule judge_round:
+    input:
+        units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
+        questions="results/data/{lang}.parquet",
+        answers=lambda wildcards: expand("results/answers/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang),
+    output:
+        "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet",
+    wildcard_constraints:
+        judge=alternatives(ROUND_JUDGES),
+        k=r"\d+",
+    params:
+        judge=judge_entry,
+        models=round_models,
+        judging=judge_settings,
+        cache_dir=config["cache_dir"],
+    localrule: True
+    log:
+        "logs/judge/{judge}/{lang}/round_{k}.log",
+    benchmark:
+        "results/benchmarks/judge/{judge}/{lang}/round_{k}.tsv"
+    threads: judge_resource("threads")
+    resources:
+        gpu=judge_resource("gpu"),
+        mem_mb=judge_resource("mem_mb"),
+        runtime=judge_resource("runtime"),
+    conda:
+        "../envs/llm.yaml"
+    script:
+        "../scripts/judge_pairs.py"

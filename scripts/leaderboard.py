@@ -1,8 +1,11 @@
 """Snakemake entry point of rule leaderboard: results/leaderboard.csv and leaderboard_by_language.csv."""
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
-from polyrag.arena.leaderboard import language_table, leaderboard, with_mars_scores, with_style_controlled
+from polyrag.arena.leaderboard import language_table, leaderboard, with_budget, with_mars_scores, with_style_controlled
 from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.logs import run_logged
 
@@ -19,6 +22,10 @@ def main() -> None:
     style = {lang: (pd.read_csv(path), pd.read_parquet(boot))
              for lang, path, boot in zip(sm.params.languages, i.style_controlled, i.style_bootstrap)}
     table = with_style_controlled(table, style_controlled_ranks(style))
+    if i.rounds:  # a budgeted arena: games per model and the share of the exhaustive design spent
+        records = [json.loads(Path(path).read_text(encoding="utf-8")) for path in i.rounds]
+        bt = {lang: pd.read_csv(path) for lang, path in zip(sm.params.languages, i.bradley_terry)}
+        table, by_language = with_budget(table, by_language, bt, dict(zip(sm.params.languages, records)))
     if i.mars:
         table = with_mars_scores(table, pd.concat([pd.read_csv(path) for path in i.mars], ignore_index=True))
     table.to_csv(sm.output.leaderboard, index=False)

@@ -201,6 +201,20 @@ def test_next_round_stops_when_settled_spent_or_exhausted():
     assert next_round(full, models, QUESTIONS, 10**6, settings, 0, "fr", 3)[1] == "design exhausted"
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_no_stop_while_neighbours_have_not_met():
+    """A cycle a-b-d-c-a of far-apart models: b and c are neighbours in the order and never met,
+    so the ranking is not settled however separated the bootstrap intervals; once they meet it is."""
+    far = {"a": 6.0, "b": 2.0, "c": -2.0, "d": -6.0}
+    models, settings = list(far), AdaptiveSettings(block=5, bootstrap=50)
+    cycle = [("a", "b"), ("b", "d"), ("c", "d"), ("a", "c")]
+    games = pd.concat([expected_games(far, [pair], QUESTIONS[:10]) for pair in cycle], ignore_index=True)
+    units, reason = next_round(games, models, QUESTIONS, 200, settings, 0, "fr", 1)
+    assert reason == settings.criterion and len(units) > 0
+    met = pd.concat([games, expected_games(far, [("b", "c")], QUESTIONS[:10])], ignore_index=True)
+    assert next_round(met, models, QUESTIONS, 200, settings, 0, "fr", 1)[1] == "ranking settled"
+
+
 def test_placement_plays_the_predicted_neighbours():
     models = models_named(8)
     rng = np.random.default_rng(0)

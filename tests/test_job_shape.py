@@ -43,8 +43,10 @@ def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):
     block = output.split("rule judge_pairs_local_model:")[1].split("\n\n")[0]
     assert "output: " + ", ".join(f"results/judgments/local-judge/{lang}/games.parquet" for lang in ("en", "de", "hi")) in block
     assert "gpu=1" in block  # the transformers default: a GPU job on clusters
-    bradley_terry = [b for b in output.split("\n\n") if "rule bradley_terry:" in b and "judge=local-judge, lang=de" in b]
-    assert "input: results/judgments/local-judge/de/games.parquet\n" in bradley_terry[0]
+    # the fit reads that one games file (then the questions and answers, for the style control)
+    inputs = re.findall(r"rule bradley_terry:\n    input: ([^\n]+)\n(?:    [^\n]*\n)*?    wildcards: judge=local-judge, "
+                        r"lang=de\n", output)
+    assert [path for path in inputs[0].split(", ") if "judgments" in path] == ["results/judgments/local-judge/de/games.parquet"]
 
 
 @pytest.mark.slow
@@ -87,3 +89,15 @@ def test_the_documented_cluster_commands_work_as_written(repo):
         result = subprocess.run([sys.executable, "-m", *args], cwd=repo, capture_output=True, text=True)
         assert result.returncode == 0, f"{command}\n{result.stderr[-2000:]}"
         assert ("digraph" in result.stdout) if "--dag" in args else ("leaderboard" in result.stdout), command
+
+
+@pytest.mark.slow
+def test_a_budget_judges_in_rounds_on_the_submitting_node(repo, tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(scaled_config(20, budget=0.5), sort_keys=False))
+    jobs = job_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm")))
+    counts = jobs["rule"].value_counts()
+    # 19 judged models x 100 questions at 50%: 8,550 units in rounds of 190 (a 19-cycle x 10
+    # questions) x 1.5^k: 190 + 285 + 428 + 642 + 962 + 1,443 + 2,165 < 8,550 <= ... + 3,247: 8 rounds
+    assert "judge_pair" not in counts and counts["arena_round"] == counts["judge_round"] == 8 * 18
+    assert jobs.query("rule in ['arena_round', 'judge_round']")["local"].all()
+    assert (~jobs["local"]).sum() <= 500

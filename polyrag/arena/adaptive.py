@@ -34,7 +34,8 @@ Rounds:
   settled: every model's best and worst rank allowed by the bootstrap intervals (``rank_ranges``)
   are equal, which holds exactly when every adjacent pair's 95% intervals are separated, or the
   bootstrap tournaments order fewer than ``tolerance`` (0.5) pairs unlike the point fit on
-  average (``expected_discordant``). The first rule alone almost never fires with 19 models (one
+  average (``expected_discordant``); either only once every pair adjacent in the current order
+  has games of its own (``adjacent_pairs_met``). The first rule alone almost never fires with 19 models (one
   adjacent pair whose intervals touch is enough); the second asks that the leaderboard be
   expected to have less than half a pair out of order, and never fires while tied models remain.
 - **Placement** (``placement``): a model without games in an arena that has games plays first
@@ -314,6 +315,16 @@ def ranking_settled(table: pd.DataFrame) -> bool:
     return bool((table["rank_best"] == table["rank_worst"]).all())
 
 
+def adjacent_pairs_met(table: pd.DataFrame, played: set[tuple[str, str, str]]) -> bool:
+    """Every pair adjacent in the point fit's order has games of its own. Without them the order
+    of two neighbours rests on their games against others alone, and a question bootstrap of a
+    few such games can look certain (the demo: after round 0's cycle, 3 questions per pair, the
+    intervals of a neighbour pair that never met were separated and in the wrong order)."""
+    met = {(a, b) for a, b, _ in played}
+    order = table.sort_values("logit", ascending=False)["model"].tolist()
+    return all(tuple(sorted(pair)) in met for pair in zip(order, order[1:]))
+
+
 def expected_discordant(table: pd.DataFrame, bootstrap: pd.DataFrame) -> float:
     """Pairs of models ordered unlike the point fit, averaged over the bootstrap tournaments: the
     expected Kendall distance between the leaderboard and a resampled one."""
@@ -351,7 +362,8 @@ def next_round(games: pd.DataFrame, models: list[str], questions: list[str], bud
     if settings.bootstrap:
         table, bootstrap, _ = bradley_terry(games, models, settings.alpha, settings.bootstrap,
                                             rng_for(seed, "adaptive-bootstrap", lang, round_index))
-        if ranking_settled(table) or expected_discordant(table, bootstrap) < settings.tolerance:
+        settled = ranking_settled(table) or expected_discordant(table, bootstrap) < settings.tolerance
+        if settled and adjacent_pairs_met(table, played):
             return pd.DataFrame(columns=UNIT_COLUMNS), "ranking settled"
     n_units = min(left, round_units(len(models), settings, round_index))
     units = select_round(games, models, questions, n_units, settings, seed, lang, round_index, played)

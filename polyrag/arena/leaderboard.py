@@ -94,3 +94,19 @@ def with_style_controlled(table: pd.DataFrame, style_ranks: pd.DataFrame) -> pd.
     for offset, column in enumerate(style, start=1):
         columns.insert(columns.index("ci_high") + offset, column)
     return merged[columns]
+
+
+def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: dict[str, pd.DataFrame],
+                records: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Under a judging budget: ``games`` (valid judge verdicts in the model's pairs, from each
+    language's Bradley-Terry table) and ``share_spent`` (of the exhaustive design, from each
+    language's last round record, ``polyrag.arena.rounds.round_record``). Per language in
+    ``by_language``; in ``table`` the games summed and the share averaged over languages."""
+    games = pd.concat([bt[["model", "games"]].assign(lang=lang) for lang, bt in bradley_terry.items()])
+    share = pd.Series({lang: record["share_spent"] for lang, record in records.items()}, name="share_spent")
+    by_language = by_language.merge(games, on=["model", "lang"], how="left")
+    by_language["games"] = by_language["games"].astype("Int64")  # unjudged models: no games
+    by_language = by_language.merge(share, left_on="lang", right_index=True, how="left")
+    totals = games.groupby("model")["games"].sum()
+    table = table.assign(games=table["model"].map(totals).astype("Int64"), share_spent=share.mean())
+    return table, by_language

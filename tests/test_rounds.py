@@ -1,0 +1,135 @@
+"""The judging budget in the workflow: which judges judge in rounds, how many, and what the
+leaderboard says about the calls spent (polyrag.arena.rounds, polyrag.arena.leaderboard.with_budget)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from polyrag.arena.adaptive import AdaptiveSettings, round_units, round_zero_units
+from polyrag.arena.leaderboard import with_budget
+from polyrag.arena.rounds import (adaptive_settings, budget_spec, judge_round_count, question_ids, round_judges,
+                                  round_record)
+from polyrag.config import validate_config
+from polyrag.errors import ConfigError
+from polyrag.judge.games import arena_items
+
+
+@pytest.fixture
+def demo_config(repo, monkeypatch):
+    monkeypatch.chdir(repo)
+    with open(repo / "config.yaml") as handle:
+        return yaml.safe_load(handle)
+
+
+def check(config, repo):
+    return validate_config(copy.deepcopy(config), repo / "schemas" / "config.schema.yaml", source="my.yaml")
+
+
+def test_exhaustive_is_the_default_and_judges_no_rounds(demo_config, repo):
+    config = check(demo_config, repo)
+    assert config["arena"]["budget"] == "exhaustive" and config["arena"]["budget_by_language"] == {}
+    assert round_judges(config) == []
+    assert adaptive_settings(config) == AdaptiveSettings(alpha=config["arena"]["regularization"])
+
+
+def test_demo_budget_rounds(demo_config, repo):
+    with open(repo / "configs" / "demo-budget.yaml") as handle:
+        demo_config["arena"].update(yaml.safe_load(handle)["arena"])
+    config = check(demo_config, repo)
+    # the reference judge is called per pair; the local Gemma judge and the panel stay exhaustive
+    assert round_judges(config) == ["reference"]
+    settings = adaptive_settings(config)
+    assert settings.block == 3 and settings.criterion == "ranking"
+    # 5 models x 12 questions: 120 units; half is 60 = 15 (a 5-cycle x 3 questions) + 23 + 22
+    budget = 5 * 4 // 2 * 12 // 2
+    spent, rounds = round_zero_units(5, settings), 1
+    while spent < budget:
+        spent, rounds = spent + round_units(5, settings, rounds), rounds + 1
+    assert round_zero_units(5, settings) == 15 and round_units(5, settings, 1) == 23
+    assert rounds == 3 == judge_round_count(config, "reference", "en")
+
+
+def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
+    demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
+    config = check(demo_config, repo)
+    assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
+    assert budget_spec(config, "en") == ("exhaustive", "arena.budget")
+    assert round_judges(config) == ["reference"]  # one budgeted language puts the judge in rounds
+    # 20 units: round 0 alone (5 pairs x 10 questions = 50 units) is cut to the budget
+    assert judge_round_count(config, "reference", "hi") == 1
+    assert judge_round_count(config, "reference", "en") == planned_exhaustive(config)
+    too_small = copy.deepcopy(demo_config)
+    too_small["arena"]["budget_by_language"] = {"hi": {"games": 6}}  # 3 units cannot connect 5 models
+    with pytest.raises(ConfigError, match=r"arena.budget_by_language.hi: .* fewer than the 5"):
+        judge_round_count(check(too_small, repo), "reference", "hi")
+    for budget, message in (({"share": 1.5}, "arena.budget"), ({"share": 0.5, "games": 10}, "arena.budget"),
+                            ("half", "arena.budget")):
+        bad = copy.deepcopy(demo_config)
+        bad["arena"]["budget"] = budget
+        with pytest.raises(ConfigError, match=message):
+            check(bad, repo)
+    bad = copy.deepcopy(demo_config)
+    bad["arena"]["adaptive"] = {"criterion": "fisher"}
+    with pytest.raises(ConfigError, match="arena.adaptive.criterion"):
+        check(bad, repo)
+
+
+def planned_exhaustive(config):
+    from polyrag.arena.adaptive import planned_rounds
+
+    return planned_rounds(5 * 4 // 2 * 12, 5, adaptive_settings(config))
+
+
+def test_question_ids_are_the_arena_items():
+    questions = pd.DataFrame({"query_id": ["q1", "q2", "q3", "q4", "q5"], "arena": [True, False, True, True, True]})
+    records = questions.to_dict("records")
+    answers = [{"answer": "x"}] * len(records)
+    for limit in (None, 2):
+        expected = [item[0]["query_id"] for item in arena_items(records, answers, answers, limit)]
+        assert question_ids(questions, limit) == expected
+    assert question_ids(questions, 2) == ["q1", "q3"]
+
+
+def test_round_record_counts_units_and_calls():
+    units = pd.DataFrame({"model_a": ["a"] * 7, "model_b": ["b"] * 7, "query_id": list("abcdefg")})
+    record = round_record(2, "ranking", units, 30, 60, 5, 12)
+    assert record["spent_units"] == 37 and record["judge_calls"] == 74
+    assert record["exhaustive_units"] == 120 and record["share_spent"] == pytest.approx(37 / 120)
+
+
+def test_with_budget_adds_games_and_share_spent():
+    table = pd.DataFrame({"model": ["x", "y", "z"], "rank": [1, 2, 3]})
+    by_language = pd.DataFrame({"model": ["x", "y", "z"] * 2, "lang": ["en"] * 3 + ["hi"] * 3, "rank": [1, 2, 3] * 2})
+    bt = {"en": pd.DataFrame({"model": ["x", "y"], "games": [10, 6]}),  # z unjudged: surrogate only
+          "hi": pd.DataFrame({"model": ["y", "x"], "games": [8, 4]})}
+    records = {"en": {"share_spent": 0.5}, "hi": {"share_spent": 0.25}}
+    table, by_language = with_budget(table, by_language, bt, records)
+    assert table["games"].iloc[:2].tolist() == [14, 14]
+    assert table["games"].isna().tolist() == [False, False, True]
+    assert np.allclose(table["share_spent"], 0.375)
+    en = by_language[by_language["lang"] == "en"].set_index("model")
+    assert en.loc["x", "games"] == 10 and pd.isna(en.loc["z", "games"]) and (en["share_spent"] == 0.5).all()
+
+
+def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
+    from polyrag.arena.rounds import models_at, placement_round
+
+    demo_config["arena"]["budget"] = {"share": 0.5}
+    demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}
+    config = check(demo_config, repo)
+    old = ["gemma-270m", "mock-20", "mock-50", "mock-perfect"]
+    assert [models_at(config, "reference", k) for k in (0, 2)] == [old, old]
+    assert models_at(config, "reference", 3) == sorted(old + ["mock-80"])
+    assert [placement_round(config, "reference", k) for k in (0, 2, 3, 4)] == [False, False, True, False]
+    # 4 models: 36 units in 3 rounds (12, 18, 6); 5 models from scratch: 60 units in 3 rounds
+    # (15, 23, 22): the chain is round 3 (placement) plus 3 rounds, 7 in all
+    assert judge_round_count(config, "reference", "en") == 7
+    assert "joined" not in adaptive_settings(config).__dict__
+    demo_config["arena"]["adaptive"]["joined"] = {"not-a-model": 2}
+    with pytest.raises(ConfigError, match="arena.adaptive.joined.not-a-model: not a judged model"):
+        judge_round_count(check(demo_config, repo), "reference", "en")
