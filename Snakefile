@@ -21,6 +21,7 @@ include: "rules/arena.smk"
 include: "rules/meta_eval.smk"
 include: "rules/mars.smk"
 include: "rules/finetune.smk"
+include: "rules/sft.smk"
 
 
 report: "report/workflow.rst"

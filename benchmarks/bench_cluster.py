@@ -60,9 +60,9 @@ def local_rules() -> set[str]:
     """Rules marked ``localrule: True`` in rules/*.smk (a dry run prints them like the others)."""
     names = set()
     for path in (REPO / "rules").glob("*.smk"):
-        for block in re.split(r"\n(?=rule \w+:)", path.read_text()):
-            if "    localrule: True" in block:
-                names.add(re.match(r"rule (\w+):", block).group(1))
+        for block in re.split(r"\n(?= *rule \w+:)", path.read_text()):  # rules under an `if` are indented
+            if "localrule: True" in block:
+                names.add(re.match(r" *rule (\w+):", block).group(1))
     return names
 
 

@@ -80,6 +80,7 @@ LOCAL_DATA_KEYS = {
     ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
     ("mars", "few_shot", "file"): None,
     ("mars", "reference", "path"): None,
+    ("finetune", "training", "dir"): None,
 }
 DEMO_DIR = "resources/demo"  # data.dir of data.source: demo when null
 
@@ -132,6 +133,13 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         raise ConfigError(f"{source}: {_describe(error)}")
     resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
     check_semantics(config, source)
+    if config["finetune"] is not None:
+        check_finetune(config, source)
+        add_student(config)
+        # The student's entry gets the defaults of its backend like any model's.
+        error = best_match(validator.iter_errors(config))
+        if error is not None:
+            raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
     return config
 
 
@@ -202,6 +210,8 @@ def check_semantics(config: dict, source: str) -> None:
                     )
         if entry["backend"] == "mock" and entry["error_rate"] > 0:
             check_mock_refusals(name, languages, source)
+        if entry["backend"] == "transformers" and ("model" in entry) == ("package" in entry):
+            raise ConfigError(f"{source}: models.{name}: a transformers model needs exactly one of model or package")
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
     if config["mars"] is not None:
@@ -430,3 +440,58 @@ def mars_reference_pairs(config: dict) -> list[str]:
 def mars_gold_pairs(config: dict) -> list[str]:
     """Pairs that need XQuAD gold rows (few-shot examples, XQuAD corpus, reference set, mock systems)."""
     return list(dict.fromkeys([*mars_pairs(config), *mars_reference_pairs(config)]))
+
+
+#: Cluster resources of the fine-tuning job (a 7B student with gradient checkpointing), overridden by
+#: ``finetune.resources``.
+FINETUNE_RESOURCES = {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8}
+
+
+def check_finetune(config: dict, source: str) -> None:
+    from polyrag.sft.student import check_student
+
+    finetune = config["finetune"]
+    name, teacher = finetune["name"], finetune["teacher"]
+    if name in config["models"] and config["models"][name].get("adapter") != finetune_adapter_dir(config):  # validated twice
+        raise ConfigError(f"{source}: finetune.name: {name!r} is already a model under models: (the student joins under it)")
+    if teacher not in config["models"]:
+        raise ConfigError(f"{source}: finetune.teacher: {teacher!r} is not a model under models: "
+                          f"(models: {', '.join(config['models'])})")
+    try:
+        check_student(finetune["student"])
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    if finetune["student"]["serve"] == "vllm" and "model" not in finetune["student"]:
+        raise ConfigError(f"{source}: finetune.student.serve: vllm serves a Hugging Face model (`model`), not a GGUF `package`")
+    trainer = finetune["trainer"]
+    if trainer["batch_size"] % min(trainer["per_device_batch_size"], trainer["batch_size"]):
+        raise ConfigError(f"{source}: finetune.trainer.batch_size ({trainer['batch_size']}) must be a multiple of "
+                          f"finetune.trainer.per_device_batch_size ({trainer['per_device_batch_size']})")
+    training = finetune["training"]
+    if training["source"] == "demo":
+        directory = Path(training["dir"] or "")
+        missing = [lang for lang in finetune_languages(config) if not (directory / f"{lang}.jsonl").is_file()]
+        if not training["dir"] or missing:
+            raise ConfigError(f"{source}: finetune.training.dir: no training questions for {missing} in {training['dir']}")
+
+
+def finetune_languages(config: dict) -> list[str]:
+    """The languages of the training questions (``finetune.training.languages``, else the config's)."""
+    return config["finetune"]["training"]["languages"] or config["languages"]
+
+
+def add_student(config: dict) -> None:
+    """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter."""
+    from polyrag.sft.student import student_entry
+
+    finetune = config["finetune"]
+    config["models"][finetune["name"]] = student_entry(finetune["student"], finetune_adapter_dir(config),
+                                                       finetune["lora"]["r"])
+
+
+def finetune_adapter_dir(config: dict) -> str:
+    return f"results/finetune/{config['finetune']['name']}/adapter"
+
+
+def finetune_resources(config: dict) -> dict[str, int]:
+    return {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}

@@ -7,6 +7,9 @@ from snakemake.exceptions import WorkflowError
 from polyrag.config import (
     arena_judge,
     families,
+    finetune_adapter_dir,
+    finetune_languages,
+    finetune_resources,
     judge_contestants,
     judge_pairs,
     judge_roles as configured_judge_roles,
@@ -70,6 +73,9 @@ MARS_LANGUAGES = mars_languages(config) if MARS else []
 MARS_PAIRS = mars_pairs(config) if MARS else []
 MARS_GOLD_PAIRS = mars_gold_pairs(config) if MARS else []
 MARS_METRICS = MARS["metrics"] if MARS else []
+FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
+FT_LANGUAGES = finetune_languages(config) if FT else []
+FT_DIR = f"results/finetune/{FT['name']}" if FT else None
 
 
 try:
@@ -110,6 +116,7 @@ def all_targets():
         + (["results/meta_eval/summary.csv"] if META_EVAL else [])
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
+        + ([f"{FT_DIR}/loss.csv", f"{FT_DIR}/curation_counts.json"] if FT else [])
     )
 
 
@@ -298,3 +305,19 @@ def mars_answer_files(wildcards):
         "questions": expand("results/data/{lang}.parquet", lang=MARS_LANGUAGES),
         "answers": expand("results/answers/{model}/{lang}.parquet", model=wildcards.model, lang=MARS_LANGUAGES),
     }
+
+
+def student_adapter_files(wildcards):
+    """The fine-tuned student's adapter (its generation job waits for training); nothing for any
+    other model, so adding fine-tuning leaves the other models' jobs as they were."""
+    if not FT or wildcards.model != FT["name"]:
+        return []
+    return [f"{finetune_adapter_dir(config)}/{name}" for name in ("adapter_model.safetensors", "adapter_config.json")]
+
+
+def teacher_resource(name):
+    return lambda wildcards, attempt: model_resources(config["models"][FT["teacher"]], attempt)[name]
+
+
+def student_training_resource(name):
+    return lambda wildcards, attempt: {**finetune_resources(config), "runtime": finetune_resources(config)["runtime"] * attempt}[name]

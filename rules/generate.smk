@@ -7,6 +7,7 @@
 rule generate_answers:
     input:
         questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        adapter=student_adapter_files,
     output:
         expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     params:

@@ -101,3 +101,27 @@ def test_a_budget_judges_in_rounds_on_the_submitting_node(repo, tmp_path):
     assert "judge_pair" not in counts and counts["arena_round"] == counts["judge_round"] == 8 * 18
     assert jobs.query("rule in ['arena_round', 'judge_round']")["local"].all()
     assert (~jobs["local"]).sum() <= 500
+
+
+#: MIRAGE-BENCH's own fine-tuning on a cluster: GPT-4o teaches Mistral-7B-Instruct-v0.2 on MIRACL
+#: train, served by vLLM with the adapter (the paper's LoRA and trainer defaults).
+CLUSTER_FINETUNE = {"name": "mistral-7b-sft", "teacher": "gpt-4o",
+                    "student": {"model": "mistralai/Mistral-7B-Instruct-v0.2", "serve": "vllm"},
+                    "training": {"source": "miracl", "dir": None, "questions_per_language": 1000}}
+
+
+def test_finetuning_on_a_cluster_is_one_job_per_stage_with_the_training_on_a_gpu(repo, tmp_path):
+    config = yaml.safe_load((repo / "configs" / "mirage-bench.yaml").read_text())
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": CLUSTER_FINETUNE}, sort_keys=False))
+    output = dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"))
+    jobs = job_table(output)
+    stages = jobs[jobs["rule"].isin(["finetune_questions", "teacher_answers", "curate_training_set", "train_student"])]
+    assert stages["rule"].value_counts().to_dict() == dict.fromkeys(
+        ["finetune_questions", "teacher_answers", "curate_training_set", "train_student"], 1)
+    assert stages.set_index("rule")["gpu"].to_dict() == {"finetune_questions": 0, "teacher_answers": 0,
+                                                          "curate_training_set": 0, "train_student": 1}
+    assert stages.set_index("rule")["local"].to_dict()["curate_training_set"]
+    student = jobs.query("rule == 'generate_answers' and model == 'mistral-7b-sft'")
+    assert len(student) == 1 and student["gpu"].item() == 1  # vLLM with LoRA, every language in one job
+    assert re.search(r"rule train_student:(?:.*\n)*?\s+output: results/finetune/mistral-7b-sft/adapter/"
+                     r"adapter_model.safetensors", output)

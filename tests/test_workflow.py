@@ -491,3 +491,48 @@ def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert re.search(r"^leaderboard\s+1$", result.stdout, re.MULTILINE)
+
+
+def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_the_student(run, repo, tmp_path):
+    """On a copy of the finished run (the same cache): adding finetune: schedules the fine-tuning
+    stages and the student's own jobs and pairs; once built, changing the teacher retrains and
+    re-evaluates the student only. The student is a tiny Llama built here (seconds to train)."""
+    import shutil
+
+    from .tiny_models import causal_lm
+
+    workdir = tmp_path / "run"
+    shutil.copytree(run[0], workdir, ignore=shutil.ignore_patterns("cache"))  # timestamps kept
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    texts = [json.dumps(json.loads(line), ensure_ascii=False) for folder in ("demo", "demo-train")
+             for lang in config["languages"] for line in (repo / "resources" / folder / f"{lang}.jsonl").open()]
+    student = causal_lm(tmp_path / "student", [text.replace('"', " ") for text in texts])
+    finetune = {"name": "sft", "teacher": "mock-0",
+                "student": {"model": str(student), "device": "cpu", "max_tokens": 8, "resources": {"gpu": 0}},
+                "training": {"dir": str(repo / "resources" / "demo-train"), "questions_per_language": 2},
+                "trainer": {"batch_size": 2, "per_device_batch_size": 1, "max_length": 1024, "device": "cpu",
+                            "gradient_checkpointing": False}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": finetune}, allow_unicode=True))
+    stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1}
+    per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
+                 "mars_scores": 1}
+    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
+                 "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
+    dry = snakemake(repo, workdir, "-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert scheduled_jobs(dry.stdout) == {"finetune_questions": 1, **stages, **per_model, "judge_pair": 3, **aggregate}
+    outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
+    assert {o for o in outputs if o.startswith("results/answers/")} == {"results/answers/sft/en.parquet",
+                                                                        "results/answers/sft/hi.parquet"}
+    assert {o for o in outputs if o.startswith("results/judgments/reference/")} == {
+        f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
+        for pair in ("gemma-270m__sft", "mock-0__sft", "mock-50__sft")}
+    built = snakemake(repo, workdir, "--cores", "2")
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (workdir / "results" / "finetune" / "sft" / "loss.csv").is_file()
+    assert "sft" in pd.read_csv(workdir / "results" / "leaderboard.csv")["model"].tolist()
+    (workdir / "config.yaml").write_text(
+        yaml.safe_dump({**config, "finetune": {**finetune, "teacher": "mock-50"}}, allow_unicode=True))
+    dry = snakemake(repo, workdir, "-n")
+    assert scheduled_jobs(dry.stdout) == {**stages, **per_model, "judge_pair": 3, **aggregate}
+    assert "results/answers/sft/en.parquet" in dry.stdout and "results/answers/mock-0/" not in dry.stdout

@@ -1,5 +1,9 @@
 """Offline batched generation with ``vllm.LLM`` on GPUs.
 
+``adapter`` names a LoRA adapter folder (the fine-tuning stage's): vLLM is started with LoRA enabled
+and every request carries the adapter, whose content hash is part of the model identity (as in the
+``transformers`` backend), so a retrained adapter never reuses cached answers.
+
 Requests are sent in chunks so that a killed job loses at most one chunk of work:
 each chunk's responses are cached before the next chunk starts.
 """
@@ -31,6 +35,8 @@ class VLLMBackend(Backend):
         self,
         model: str,
         revision: str | None = None,
+        adapter: str | None = None,
+        max_lora_rank: int | None = None,
         mode: str = "chat",
         tensor_parallel_size: int = 1,
         max_model_len: int | None = None,
@@ -51,6 +57,17 @@ class VLLMBackend(Backend):
         self.identity = f"{model}@{revision}" if revision else model
         self.mode = mode
         self.chunk_size = chunk_size
+        self.lora_request = None
+        lora_kwargs: dict[str, Any] = {}
+        if adapter:
+            from vllm.lora.request import LoRARequest
+
+            from polyrag.llm.transformers_backend import adapter_digest
+
+            digest = adapter_digest(adapter)
+            self.identity += f"+lora:{digest}"
+            self.lora_request = LoRARequest(f"lora-{digest}", 1, str(adapter))
+            lora_kwargs = {"enable_lora": True, "max_loras": 1, **({"max_lora_rank": max_lora_rank} if max_lora_rank else {})}
         self.llm = vllm.LLM(
             model=model,
             revision=revision,
@@ -59,18 +76,20 @@ class VLLMBackend(Backend):
             gpu_memory_utilization=gpu_memory_utilization,
             dtype=dtype,
             seed=seed,
+            **lora_kwargs,
             **(engine_kwargs or {}),
         )
 
     def _run_chunk(self, chunk: list[Request]) -> list[Response]:
         params = [self._vllm.SamplingParams(**sampling_params_kwargs(r)) for r in chunk]
         if self.mode == "chat" and all(r.is_chat for r in chunk):
-            outputs = self.llm.chat([r.messages for r in chunk], sampling_params=params, use_tqdm=False)
+            outputs = self.llm.chat([r.messages for r in chunk], sampling_params=params, use_tqdm=False,
+                                    lora_request=self.lora_request)
         else:
             from polyrag.llm.chat_text import messages_to_text
 
             prompts = [r.prompt if not r.is_chat else messages_to_text(r.messages) for r in chunk]
-            outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)
+            outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False, lora_request=self.lora_request)
         return [Response(text=o.outputs[0].text, tokens=len(o.prompt_token_ids or []) + len(o.outputs[0].token_ids))
                 for o in outputs]
 

@@ -6,9 +6,12 @@ from pathlib import Path
 
 from polyrag.errors import ConfigError
 
-# Keys of the student's config that the generation stage's model entry takes as they are.
-SERVING_KEYS = ("mode", "device", "dtype", "batch_size", "temperature", "max_tokens", "stop", "resources")
-
+# Keys of the student's config that the generation stage's model entry takes as they are, per backend.
+COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judge")
+SERVING_KEYS = {
+    "transformers": ("mode", "device", "dtype", "batch_size", *COMMON_KEYS),
+    "vllm": ("mode", "dtype", "max_model_len", *COMMON_KEYS),
+}
 
 def check_student(student: dict, where: str = "finetune.student") -> None:
     if ("model" in student) == ("package" in student):
@@ -29,11 +32,18 @@ def base_checkpoint(student: dict, cache_dir: str | Path) -> str:
     return student["model"]
 
 
-def student_entry(student: dict, adapter_dir: str | Path) -> dict:
-    """The ``models:`` entry of the fine-tuned student: the ``transformers`` backend on the same base
-    with the LoRA adapter merged in (``polyrag.llm.transformers_backend``)."""
+def student_entry(student: dict, adapter_dir: str | Path, lora_rank: int = 16) -> dict:
+    """The ``models:`` entry of the fine-tuned student: by default the ``transformers`` backend on the
+    same base with the LoRA adapter merged in (``polyrag.llm.transformers_backend``); with ``serve:
+    vllm``, vLLM with LoRA enabled for the adapter (``polyrag.llm.vllm_backend``), a Hub model only."""
     check_student(student)
-    source = {"package": student["package"]} if "package" in student else {
-        "model": student["model"], **({"revision": student["revision"]} if student.get("revision") else {})}
-    serving = {key: student[key] for key in SERVING_KEYS if key in student}
+    serve = student.get("serve") or "transformers"
+    serving = {key: student[key] for key in SERVING_KEYS[serve] if student.get(key) is not None}
+    revision = {"revision": student["revision"]} if student.get("revision") else {}
+    if serve == "vllm":
+        if "model" not in student:
+            raise ConfigError("finetune.student.serve: vllm serves a Hugging Face model (`model`), not a GGUF `package`")
+        return {"backend": "vllm", "model": student["model"], **revision, "adapter": str(adapter_dir),
+                "max_lora_rank": 1 << max(4, (int(lora_rank) - 1).bit_length()), **serving}  # vLLM takes 16, 32, 64, ...
+    source = {"package": student["package"]} if "package" in student else {"model": student["model"], **revision}
     return {"backend": "transformers", **source, "adapter": str(adapter_dir), **serving}
