@@ -16,7 +16,8 @@ LANGUAGES = ("en", "hi", "de")
 # Four mock systems whose corrupted shares order them; 12 arena questions (every demo question).
 MOCKS = {f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 20, 50, 80)}
 DATA = {"max_questions": 12, "arena_queries": 12}
-BUDGET = {"budget": {"share": 0.5}, "adaptive": {"block": 3, "bootstrap": 0}}  # as configs/demo-budget.yaml
+# as configs/demo-budget.yaml, and 2 placement opponents for a model joining later
+BUDGET = {"budget": {"share": 0.5}, "adaptive": {"block": 3, "bootstrap": 0, "neighbours": 2}}
 
 
 NEWCOMER = {"mock-35": {"backend": "mock", "error_rate": 0.35}}

@@ -133,3 +133,13 @@ def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
     demo_config["arena"]["adaptive"]["joined"] = {"not-a-model": 2}
     with pytest.raises(ConfigError, match="arena.adaptive.joined.not-a-model: not a judged model"):
         judge_round_count(check(demo_config, repo), "reference", "en")
+
+
+def test_round_params_do_not_depend_on_the_order_of_config_keys(demo_config, repo):
+    from polyrag.arena.rounds import settings_entry
+
+    demo_config["arena"]["adaptive"] = {"block": 3, "bootstrap": 0}
+    first = settings_entry(check(demo_config, repo))
+    demo_config["arena"]["adaptive"] = {"neighbours": 4, "bootstrap": 0, "block": 3, "joined": {"mock-80": 3}}
+    second = settings_entry(check(demo_config, repo))
+    assert list(first.items()) == list(second.items()) and "joined" not in second

@@ -42,8 +42,10 @@ def round_judges(config: dict) -> list[str]:
 
 
 def settings_entry(config: dict) -> dict:
-    """``arena.adaptive`` without ``joined``: the keyword arguments of ``AdaptiveSettings``."""
-    return {key: value for key, value in config["arena"]["adaptive"].items() if key != "joined"}
+    """``arena.adaptive`` without ``joined``: the keyword arguments of ``AdaptiveSettings``, in
+    sorted order (a rule's params: Snakemake reruns a job whose params read differently, and the
+    schema fills defaults after the keys a config names, so the order follows the config)."""
+    return {key: value for key, value in sorted(config["arena"]["adaptive"].items()) if key != "joined"}
 
 
 def adaptive_settings(config: dict) -> AdaptiveSettings:
