@@ -45,16 +45,18 @@ def test_demo_budget_rounds(demo_config, repo):
     assert round_judges(config) == ["reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
-    # 5 models x 12 questions: 120 units; half is 60 = 15 (a 5-cycle x 3 questions) + 23 + 22
-    budget = 5 * 4 // 2 * 12 // 2
-    spent, rounds = round_zero_units(5, settings), 1
+    # 6 models (the fine-tuned student included) x 12 questions: 180 units; half is 90 = 18 (a
+    # 6-cycle x 3 questions) + 27 + 41 + the 4 left of round 3's 61
+    budget = 6 * 5 // 2 * 12 // 2
+    spent, rounds = round_zero_units(6, settings), 1
     while spent < budget:
-        spent, rounds = spent + round_units(5, settings, rounds), rounds + 1
-    assert round_zero_units(5, settings) == 15 and round_units(5, settings, 1) == 23
-    assert rounds == 3 == judge_round_count(config, "reference", "en")
+        spent, rounds = spent + round_units(6, settings, rounds), rounds + 1
+    assert round_zero_units(6, settings) == 18 and round_units(6, settings, 1) == 27
+    assert rounds == 4 == judge_round_count(config, "reference", "en")
 
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
+    del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
     demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
     config = check(demo_config, repo)
     assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
@@ -119,6 +121,7 @@ def test_with_budget_adds_games_and_share_spent():
 def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
     from polyrag.arena.rounds import models_at, placement_round
 
+    del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
     demo_config["arena"]["budget"] = {"share": 0.5}
     demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}
     config = check(demo_config, repo)
