@@ -493,5 +493,8 @@ def finetune_adapter_dir(config: dict) -> str:
     return f"results/finetune/{config['finetune']['name']}/adapter"
 
 
-def finetune_resources(config: dict) -> dict[str, int]:
-    return {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}
+def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of the training job; attempt k asks for k times the runtime, as
+    ``model_resources`` does."""
+    resources = {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}

@@ -320,4 +320,4 @@ def teacher_resource(name):
 
 
 def student_training_resource(name):
-    return lambda wildcards, attempt: {**finetune_resources(config), "runtime": finetune_resources(config)["runtime"] * attempt}[name]
+    return lambda wildcards, attempt: finetune_resources(config, attempt)[name]
