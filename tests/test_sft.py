@@ -306,6 +306,11 @@ def test_demo_training_questions(repo, tmp_path):
         back = read_training_questions(tmp_path / f"{lang}.parquet")
         assert [r["reference_reason"] for r in back] == [r["reference_reason"] for r in records]
         assert all(r["reference_reason"] and f"[{r['relevant_docids'][0]}]" in r["reference_answer"] for r in back)
+        # Neither the docid's form nor the passage's place gives the relevant passage away, else the
+        # student could learn the pattern instead of reading (an earlier version: always `d<odd>#0`, first).
+        relevant = [r["relevant_docids"][0] for r in records]
+        assert len({d.split("#")[1] for d in relevant}) > 1 and len({int(d[1:].split("#")[0]) % 2 for d in relevant}) > 1
+        assert len({[p["docid"] for p in r["passages"]].index(r["relevant_docids"][0]) for r in records}) > 1
     # The distractor cap keeps every relevant passage and a seeded choice of the others.
     capped = load_training_questions({**training, "distractors": 1, "questions_per_language": 2}, "en", 1, str(tmp_path))
     assert len(capped) == 2 and all(len(r["passages"]) == 2 for r in capped)
