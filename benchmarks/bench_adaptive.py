@@ -20,7 +20,13 @@ Designs, each at 10%, 25%, 50% of the exhaustive calls (100% is the exhaustive d
   the unjudged ones, round after round (``criterion="random"``);
 - ``information``: ``polyrag.arena.adaptive`` with ``criterion="information"`` (A-optimal);
 - ``ranking``: its defaults (pairs weighted by the probability that their order is wrong, plus
-  a floor of 0.1); the coverage table adds it with ``floor=0``.
+  a floor of 0.1); the coverage table adds it with ``floor=0``;
+- ``ranking, true strengths``: the same rounds told the true strengths instead of fitting the
+  games so far: the ceiling of pair selection by this criterion (an oracle no real run has).
+
+Random selection is also read at more shares (5% to 75%), so that for each design and share the
+"calls saved" table gives the share random selection needs for the same mean tau with the
+exhaustive ranking (linear between measured shares) and ``1 - share / that share``.
 
 A run to 50% records its games at each smaller budget: a run with a smaller budget judges exactly
 the first units of a larger one (rounds are fixed sizes and each round's picks are ordered; the
@@ -59,6 +65,7 @@ simulated exhaustive arena in that layout, to try the mode.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -69,6 +76,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from bench_arena import exhaustive_games  # noqa: E402 - a sibling script
+from polyrag.arena import adaptive
 from polyrag.arena.adaptive import (AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds, played_units,
                                     run_rounds)
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
@@ -131,6 +139,23 @@ def tau(x, y) -> float:
 DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
            "information": AdaptiveSettings(criterion="information", bootstrap=0),
            "ranking": AdaptiveSettings(bootstrap=0)}  # the default: ranking with floor 0.1
+# The default design told the true strengths instead of fitting them: a ceiling for pair selection
+# (no design that chooses pairs from the games can know more), simulated scenarios only.
+ORACLE = "ranking, true strengths"
+# Random selection is also read at these shares, to find the share it needs for an adaptive design's tau.
+RANDOM_SHARES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.50, 0.60, 0.75)
+
+
+@contextlib.contextmanager
+def known_strengths(truth: pd.Series, models: list[str]):
+    """Rounds choose with the true (centred) strengths in place of the fit of the games so far."""
+    centred = (truth[models] - truth[models].mean()).to_numpy()
+    original = adaptive.fit_logits
+    adaptive.fit_logits = lambda wins, alpha: centred.copy()
+    try:
+        yield
+    finally:
+        adaptive.fit_logits = original
 # the coverage table adds the ranking criterion without its floor, which biases the intervals
 COVERAGE_DESIGNS = {**DESIGNS, "ranking, floor 0": AdaptiveSettings(floor=0.0, bootstrap=0)}
 
@@ -171,7 +196,10 @@ def scenario_seed(task: tuple) -> list[dict]:
     rows = [{"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
              "tau_truth": tau(full, truth), "tau_exhaustive": 1.0}]
     for name, settings in designs.items():
-        for share, games in design_games(exhaustive, models, questions, SHARES, settings, seed, scenario).items():
+        shares = RANDOM_SHARES if name == "random" else SHARES
+        with known_strengths(truth, models) if name == ORACLE else contextlib.nullcontext():
+            samples = design_games(exhaustive, models, questions, shares, settings, seed, scenario)
+        for share, games in samples.items():
             fitted = logits(games, models)
             rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
                          "tau_truth": tau(fitted, truth), "tau_exhaustive": tau(fitted, full)})
@@ -214,21 +242,58 @@ def summarise(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return table
 
 
+def random_share_for(tau_target: float, curve: pd.Series) -> float:
+    """The share of calls at which random selection's mean tau (``curve``: share -> tau, 1 at the
+    whole design) reaches ``tau_target``, linear between the measured shares."""
+    curve = curve.sort_index()
+    above = curve[curve >= tau_target]
+    if above.empty:
+        return 1.0
+    upper = above.index[0]
+    below = curve[curve.index < upper]
+    if below.empty:
+        return float(upper)
+    lower = below.index[-1]
+    t0, t1 = curve[lower], curve[upper]
+    return float(lower + (upper - lower) * (tau_target - t0) / (t1 - t0)) if t1 > t0 else float(upper)
+
+
+def equivalent_random_shares(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario and design at each share: the share random selection needs for the same mean
+    tau with the exhaustive ranking, and the calls the design saves against it."""
+    means = rows.groupby(["scenario", "design", "share"])["tau_exhaustive"].mean()
+    out = []
+    for scenario in rows["scenario"].unique():
+        curve = pd.concat([means[scenario, "random"], pd.Series({1.0: 1.0})])
+        for design in [d for d in rows["design"].unique() if d not in ("random", "exhaustive")]:
+            for share, value in means[scenario, design].items():
+                random_share = random_share_for(value, curve)
+                out.append({"scenario": scenario, "design": design, "share": share, "tau_exhaustive": value,
+                            "random_share_for_same_tau": random_share, "calls_saved": 1 - share / random_share})
+    return pd.DataFrame(out)
+
+
 def ranking_tables(args) -> None:
-    tasks = [(scenario, seed, args, DESIGNS) for scenario in SCENARIOS for seed in range(args.seeds)]
+    designs = {**DESIGNS, ORACLE: DESIGNS["ranking"]}
+    tasks = [(scenario, seed, args, designs) for scenario in SCENARIOS for seed in range(args.seeds)]
     rows = pd.DataFrame([row for rows in parallel(scenario_seed, tasks, args.jobs) for row in rows])
     rows["calls"] = (rows["share"] * 2 * exhaustive_units(args.models, args.questions)).round().astype(int)
     print(f"\nKendall tau of the BT ranking with the true strengths and with the exhaustive design's BT ranking "
           f"(same verdicts): {args.models} models, {args.questions} questions, {args.tie_prob:.0%} ties, "
           f"mean ± sd over {args.seeds} seeds; calls = judge calls per language")
-    table = summarise(rows, ["scenario", "share", "calls", "design"])
+    shown = rows[rows["share"].isin((*SHARES, 1.0))]
+    table = summarise(shown, ["scenario", "share", "calls", "design"])
     print(table.to_string(index=False))
-    paired = rows[rows["design"] != "exhaustive"].pivot_table(index=["scenario", "share", "seed"], columns="design",
-                                                               values="tau_exhaustive")
+    print("\nCalls saved: the share of calls random selection needs for the same mean tau with the exhaustive "
+          f"ranking (random measured at {', '.join(f'{s:.0%}' for s in RANDOM_SHARES)} and 100%, linear between), "
+          "and 1 - share / that share")
+    print(equivalent_random_shares(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    paired = shown[shown["design"] != "exhaustive"].pivot_table(index=["scenario", "share", "seed"], columns="design",
+                                                                values="tau_exhaustive")
     print("\nAdaptive minus random, tau with the exhaustive ranking, paired by seed: mean, standard error, "
           "seeds where adaptive is ahead / behind")
     gains = []
-    for criterion in ("information", "ranking"):
+    for criterion in ("information", "ranking", ORACLE):
         gain = (paired[criterion] - paired["random"]).groupby(level=[0, 1], sort=False)
         gains.append(pd.DataFrame({"criterion": criterion, "mean": gain.mean(), "se": gain.std() / np.sqrt(gain.size()),
                                    "ahead": gain.apply(lambda d: int((d > 0).sum())),
