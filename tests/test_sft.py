@@ -298,7 +298,9 @@ def test_demo_training_questions(repo, tmp_path):
                 "distractors": None}
     for lang in ("en", "de", "es", "hi", "ar", "zh"):
         records = load_training_questions(training, lang, seed=1, cache_dir=str(tmp_path))
-        assert len(records) == 4 and all(len(r["passages"]) == 3 and len(r["relevant_docids"]) == 1 for r in records)
+        # each question's own 3 passages and the other questions' 9 (distractors as many as evaluated prompts have)
+        assert len(records) == 4 and all(len(r["passages"]) == 12 and len(r["relevant_docids"]) == 1 for r in records)
+        assert len({p["docid"] for r in records for p in r["passages"]}) == 12
         evaluated = load_demo(lang, repo / "resources" / "demo")
         assert not {r["query"] for r in records} & {r["query"] for r in evaluated}
         assert not {p["text"] for r in records for p in r["passages"]} & {p["text"] for r in evaluated for p in r["passages"]}

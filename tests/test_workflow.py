@@ -509,7 +509,8 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     student = causal_lm(tmp_path / "student", [text.replace('"', " ") for text in texts])
     finetune = {"name": "sft", "teacher": "mock-0",
                 "student": {"model": str(student), "device": "cpu", "max_tokens": 8, "resources": {"gpu": 0}},
-                "training": {"dir": str(repo / "resources" / "demo-train"), "questions_per_language": 2},
+                "training": {"dir": str(repo / "resources" / "demo-train"), "questions_per_language": 2,
+                             "distractors": 2},
                 "trainer": {"batch_size": 2, "per_device_batch_size": 1, "max_length": 1024, "device": "cpu",
                             "gradient_checkpointing": False}}
     (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": finetune}, allow_unicode=True))
