@@ -13,6 +13,7 @@ import yaml
 from polyrag.arena.bradley_terry import bradley_terry
 from polyrag.config import generation_settings, validate_config, wrong_language_source
 from polyrag.data.select import select_questions
+from polyrag.features.embedding import EmbeddingStore
 from polyrag.features.deterministic import deterministic_features
 from polyrag.generate.answers import foreign_answers, generate_answers
 from polyrag.judge.games import arena_items, judge_with_reference
@@ -58,10 +59,11 @@ def test_mock_systems_rank_in_the_order_of_their_error_rates_in_every_language(d
     config, mocks, records, answers = demo
     names = sorted(mocks)
     judge = config["judges"]["reference"]
+    store = EmbeddingStore()  # each text embedded once, as in the workflow (an answer is in three pairs)
     for lang in config["languages"]:
         games = pd.DataFrame([row for a, b in itertools.combinations(names, 2)
                               for row in judge_with_reference(arena_items(records[lang], answers[a, lang],
-                                                                          answers[b, lang]), a, b, judge)])
+                                                                          answers[b, lang]), a, b, judge, store)])
         table, _, _ = bradley_terry(games, names, config["arena"]["regularization"], config["arena"]["bootstrap"],
                                     rng_for(config["seed"], "bootstrap", "reference", lang))
         ranked = table.sort_values("rank")["model"].tolist()
