@@ -139,11 +139,13 @@ def tau(x, y) -> float:
 DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
            "information": AdaptiveSettings(criterion="information", bootstrap=0),
            "ranking": AdaptiveSettings(bootstrap=0)}  # the default: ranking with floor 0.1
-# The default design told the true strengths instead of fitting them: a ceiling for pair selection
-# (no design that chooses pairs from the games can know more), simulated scenarios only.
+# The default design told the true strengths instead of fitting the games so far: what its criterion
+# does with everything a fit can only estimate (simulated scenarios only).
 ORACLE = "ranking, true strengths"
 # Random selection is also read at these shares, to find the share it needs for an adaptive design's tau.
 RANDOM_SHARES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.50, 0.60, 0.75)
+# the coverage table adds the ranking criterion without its floor, which biases the intervals
+COVERAGE_DESIGNS = {**DESIGNS, "ranking, floor 0": AdaptiveSettings(floor=0.0, bootstrap=0)}
 
 
 @contextlib.contextmanager
@@ -156,8 +158,6 @@ def known_strengths(truth: pd.Series, models: list[str]):
         yield
     finally:
         adaptive.fit_logits = original
-# the coverage table adds the ranking criterion without its floor, which biases the intervals
-COVERAGE_DESIGNS = {**DESIGNS, "ranking, floor 0": AdaptiveSettings(floor=0.0, bootstrap=0)}
 
 
 def coverage(games: pd.DataFrame, models: list[str], truth: pd.Series, n_bootstrap: int, seed: int) -> dict:
@@ -244,7 +244,8 @@ def summarise(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def random_share_for(tau_target: float, curve: pd.Series) -> float:
     """The share of calls at which random selection's mean tau (``curve``: share -> tau, 1 at the
-    whole design) reaches ``tau_target``, linear between the measured shares."""
+    whole design) reaches ``tau_target``, linear between the measured shares; a target below the
+    whole curve gives its smallest share (random may need less: then "calls saved" is an upper bound)."""
     curve = curve.sort_index()
     above = curve[curve >= tau_target]
     if above.empty:

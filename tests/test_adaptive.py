@@ -323,3 +323,62 @@ def test_expected_discordant_counts_pairs_out_of_order_per_tournament():
     by_scipy = np.mean([(1 - kendalltau(row, point).statistic) / 2 * 15 for row in samples])
     assert expected_discordant(table, bootstrap) == pytest.approx(by_scipy)
     assert expected_discordant(table, bootstrap.assign(logit=np.tile(point, 40))) == 0
+
+
+# --- the benchmark's oracle design and "calls saved" (benchmarks/bench_adaptive.py) ------------
+
+def bench_adaptive():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_adaptive
+
+    return bench_adaptive
+
+
+def test_random_share_for_interpolates_random_selections_curve():
+    random_share_for = bench_adaptive().random_share_for
+    curve = pd.Series({0.10: 0.80, 0.25: 0.90, 0.50: 0.95, 1.0: 1.0})
+    assert random_share_for(0.85, curve) == pytest.approx(0.10 + 0.15 * 0.5)  # halfway from 0.80 to 0.90
+    assert random_share_for(0.96, curve) == pytest.approx(0.50 + 0.50 * 0.2)
+    assert random_share_for(0.90, curve) == pytest.approx(0.25)  # measured exactly
+    assert random_share_for(0.70, curve) == pytest.approx(0.10)  # below the curve: its smallest share
+    rows = pd.DataFrame({"scenario": "s", "design": ["random"] * 3 + ["ranking"],
+                         "share": [0.10, 0.25, 0.50, 0.10], "tau_exhaustive": [0.80, 0.90, 0.95, 0.85]})
+    saved = bench_adaptive().equivalent_random_shares(rows).iloc[0]
+    assert saved["random_share_for_same_tau"] == pytest.approx(0.175) and saved["calls_saved"] == pytest.approx(1 - 0.1 / 0.175)
+
+
+def test_oracle_design_steers_by_the_true_strengths():
+    """Round 0's games all tied: the fit sees four equal models. Told the truth, the design's first
+    pick is the pair whose block most lowers trace(R C) at the true strengths (explicit inversion),
+    and not the pick of the fit."""
+    from polyrag.arena import adaptive
+
+    bench = bench_adaptive()
+    models = ["a", "b", "c", "d"]
+    truth = pd.Series({"a": 2.0, "b": 1.9, "c": -1.0, "d": -3.0})
+    settings = AdaptiveSettings(block=5, bootstrap=0)
+    units = round_zero(models, QUESTIONS, settings, seed=3, lang="xx")
+    games = pd.DataFrame([(u.query_id, u.model_a, u.model_b, first, "tie") for u in units.itertuples()
+                          for first in (u.model_a, u.model_b)],
+                         columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
+    fitted = select_round(games, models, QUESTIONS, 5, settings, 3, "xx", 1)
+    with bench.known_strengths(truth, models):
+        told = select_round(games, models, QUESTIONS, 5, settings, 3, "xx", 1)
+    assert adaptive.fit_logits is fit_logits  # restored
+    theta = (truth - truth.mean()).to_numpy()
+    covariance = fisher_covariance(win_matrix(games, models), theta, settings.alpha)
+    weights = relevance(theta, covariance, settings.criterion, settings.floor)
+
+    def drop(i: int, j: int) -> float:
+        p = 1 / (1 + np.exp(theta[j] - theta[i]))
+        d = np.zeros(4)
+        d[i], d[j] = 1, -1
+        after = np.linalg.inv(np.linalg.inv(covariance) + 2 * 5 * p * (1 - p) * np.outer(d, d))
+        return np.trace(weights @ covariance) - np.trace(weights @ after)
+
+    best = max(model_pairs(models), key=lambda pair: drop(models.index(pair[0]), models.index(pair[1])))
+    assert set(zip(told["model_a"], told["model_b"])) == {best}
+    assert set(zip(fitted["model_a"], fitted["model_b"])) != {best}

@@ -13,8 +13,8 @@ import yaml
 from polyrag.arena.bradley_terry import bradley_terry
 from polyrag.config import generation_settings, validate_config, wrong_language_source
 from polyrag.data.select import select_questions
-from polyrag.features.embedding import EmbeddingStore
 from polyrag.features.deterministic import deterministic_features
+from polyrag.features.embedding import EmbeddingStore
 from polyrag.generate.answers import foreign_answers, generate_answers
 from polyrag.judge.games import arena_items, judge_with_reference
 from polyrag.llm import open_llm
