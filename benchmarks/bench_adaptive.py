@@ -254,9 +254,9 @@ def random_share_for(tau_target: float, curve: pd.Series) -> float:
     below = curve[curve.index < upper]
     if below.empty:
         return float(upper)
-    lower = below.index[-1]
+    lower = below.index[-1]  # every share before ``upper`` is below the target, so t0 < target <= t1
     t0, t1 = curve[lower], curve[upper]
-    return float(lower + (upper - lower) * (tau_target - t0) / (t1 - t0)) if t1 > t0 else float(upper)
+    return float(lower + (upper - lower) * (tau_target - t0) / (t1 - t0))
 
 
 def equivalent_random_shares(rows: pd.DataFrame) -> pd.DataFrame:

@@ -150,14 +150,20 @@ def test_pick_score_is_the_drop_of_the_weighted_variance():
     units = select_round(games, models, questions, 3, settings, seed=0, lang="fr", round_index=1)
     wins = win_matrix(games, models)
     theta = fit_logits(wins, settings.alpha)
+    first = (models.index(units["model_a"].iloc[0]), models.index(units["model_b"].iloc[0]))
+    assert units["score"].iloc[0] == pytest.approx(trace_drop(wins, theta, settings, *first, 3), rel=1e-6)
+
+
+def trace_drop(wins: np.ndarray, theta: np.ndarray, settings: AdaptiveSettings, i: int, j: int, m: int) -> float:
+    """trace(R C) - trace(R C') at logits ``theta``, C' the inverse of the Hessian plus m questions
+    of pair (i, j) in both orders, by explicit inversion."""
     covariance = fisher_covariance(wins, theta, settings.alpha)
     weights = relevance(theta, covariance, settings.criterion, settings.floor)
-    i, j = models.index(units["model_a"].iloc[0]), models.index(units["model_b"].iloc[0])
     p = 1 / (1 + np.exp(theta[j] - theta[i]))
-    d = np.zeros(4)
+    d = np.zeros(len(theta))
     d[i], d[j] = 1, -1
-    after = np.linalg.inv(np.linalg.inv(covariance) + 2 * 3 * p * (1 - p) * np.outer(d, d))
-    assert units["score"].iloc[0] == pytest.approx(np.trace(weights @ covariance) - np.trace(weights @ after), rel=1e-6)
+    after = np.linalg.inv(np.linalg.inv(covariance) + 2 * m * p * (1 - p) * np.outer(d, d))
+    return np.trace(weights @ covariance) - np.trace(weights @ after)
 
 
 def test_selector_prefers_an_uncertain_close_pair_over_settled_ones():
@@ -368,17 +374,8 @@ def test_oracle_design_steers_by_the_true_strengths():
     with bench.known_strengths(truth, models):
         told = select_round(games, models, QUESTIONS, 5, settings, 3, "xx", 1)
     assert adaptive.fit_logits is fit_logits  # restored
-    theta = (truth - truth.mean()).to_numpy()
-    covariance = fisher_covariance(win_matrix(games, models), theta, settings.alpha)
-    weights = relevance(theta, covariance, settings.criterion, settings.floor)
-
-    def drop(i: int, j: int) -> float:
-        p = 1 / (1 + np.exp(theta[j] - theta[i]))
-        d = np.zeros(4)
-        d[i], d[j] = 1, -1
-        after = np.linalg.inv(np.linalg.inv(covariance) + 2 * 5 * p * (1 - p) * np.outer(d, d))
-        return np.trace(weights @ covariance) - np.trace(weights @ after)
-
-    best = max(model_pairs(models), key=lambda pair: drop(models.index(pair[0]), models.index(pair[1])))
+    theta, wins = (truth - truth.mean()).to_numpy(), win_matrix(games, models)
+    best = max(model_pairs(models),
+               key=lambda pair: trace_drop(wins, theta, settings, models.index(pair[0]), models.index(pair[1]), 5))
     assert set(zip(told["model_a"], told["model_b"])) == {best}
     assert set(zip(fitted["model_a"], fitted["model_b"])) != {best}
