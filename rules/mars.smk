@@ -110,7 +110,7 @@ rule mars_scores:
         languages=MARS_LANGUAGES,
         judge=MARS and MARS["judge"],
         metrics=MARS_METRICS,
-        ppi=MARS and MARS["ppi"],
+        scoring=MARS and MARS["scoring"],
     log:
         "logs/mars/scores/{model}.log",
     benchmark:
@@ -134,13 +134,15 @@ rule mars_meta_eval:
     output:
         summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category="MARS"),
         systems="results/mars/meta_eval_systems.csv",
+        coverage=report("results/mars/meta_eval_coverage.csv", caption="../report/mars_meta_eval_coverage.rst",
+                        category="MARS"),
     params:
         cache_dir=config["cache_dir"],
         pairs=MARS["meta_eval"]["pairs"] if MARS and MARS["meta_eval"] else [],
         settings=MARS and MARS["meta_eval"],
         judge=MARS and MARS["judge"],
         metrics=MARS_METRICS,
-        ppi=MARS and MARS["ppi"],
+        scoring=MARS and MARS["scoring"],
         seed=config["seed"],
     log:
         "logs/mars/meta_eval.log",

@@ -4,7 +4,7 @@ import pandas as pd
 
 from polyrag.logs import run_logged
 from polyrag.mars.judges import load_judges
-from polyrag.mars.mock_systems import meta_evaluate
+from polyrag.mars.mock_systems import coverage, meta_evaluate
 
 
 def main() -> None:
@@ -12,9 +12,10 @@ def main() -> None:
     judges = load_judges(sm.params.metrics, sm.input.judges, sm.params.judge, sm.params.cache_dir)
     gold = {pair: pd.read_parquet(path) for pair, path in zip(sm.params.pairs, sm.input.gold)}
     summary, systems = meta_evaluate(gold, judges, pd.read_parquet(sm.input.reference), sm.params.metrics,
-                                     sm.params.settings, sm.params.ppi, sm.params.seed)
+                                     sm.params.settings, sm.params.scoring, sm.params.seed)
     summary.to_csv(sm.output.summary, index=False)
     systems.to_csv(sm.output.systems, index=False)
+    coverage(systems).to_csv(sm.output.coverage, index=False)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -15,7 +15,7 @@ def main() -> None:
     predictions = pd.concat([pd.read_parquet(path, columns=columns).assign(evaluator=evaluator)
                              for evaluator in sm.params.evaluators for path in sm.input
                              if f"/meta_eval/{evaluator}/" in path], ignore_index=True)
-    summary = summarise(predictions, settings["bootstrap"], rng_for(sm.params.seed, "meta_eval", "bootstrap"))
+    summary = summarise(predictions)
     tests = significance(predictions, summary, settings["permutations"], rng_for(sm.params.seed, "meta_eval", "permutation"))
     summary.to_csv(sm.output.summary, index=False)
     tests.to_csv(sm.output.significance, index=False)

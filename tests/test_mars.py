@@ -27,6 +27,7 @@ from polyrag.meta_eval.memerag import read_memerag
 from polyrag.seeds import rng_for
 
 CR, AR, AF, LC = (LABEL_COLUMNS[m] for m in ("cr", "ar", "af", "lc"))
+SCORING = {"estimator": "rogan_gladen", "alpha": 0.05, "power_tuning": False}  # the schema's defaults
 
 
 def gold(data, pair, **options):
@@ -328,7 +329,7 @@ def test_ppi_matches_the_formula_and_passes_alpha():
     assert result["score"] == pytest.approx(estimate)
     assert result["ci_low"] == pytest.approx(estimate - norm.ppf(0.975) * se, abs=2e-3)
     assert result["ci_high"] == pytest.approx(estimate + norm.ppf(0.975) * se, abs=2e-3)
-    assert result["judge_positive_rate"] == Yhat_unlabelled.mean() and result["classical_score"] == Y.mean()
+    assert result["judge_positive_rate"] == Yhat_unlabelled.mean() and result["estimator"] == "ppi"
     wider = ppi_score(Y, Yhat, Yhat_unlabelled, alpha=0.01, power_tuning=False)
     assert wider["ci_high"] - wider["ci_low"] > result["ci_high"] - result["ci_low"]
     tuned = ppi_score(Y, Yhat, Yhat_unlabelled, alpha=0.05, power_tuning=True)
@@ -387,11 +388,12 @@ def coverage(scores_of_run, truth, runs, seed):
     return hits / runs
 
 
-PLAIN_PPI = {"alpha": 0.05, "power_tuning": False}
+PLAIN_PPI = {**SCORING, "estimator": "ppi"}
 RUNS = 800  # binomial SE of a 0.95 coverage: 0.0077; the band below is 3 SE wide each side
 
 
-def test_pooled_score_covers_the_truth_when_language_pairs_differ():
+@pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
+def test_pooled_score_covers_the_truth_when_language_pairs_differ(estimator):
     """A system answers 2,000 en and 500 de questions (true scores 0.8 and 0.4); its judge is
     generous on en, stingy on de; the reference set also holds hi rows, a pair the system was never
     scored on, with a judge far more generous there. The pooled truth is 0.72."""
@@ -403,13 +405,14 @@ def test_pooled_score_covers_the_truth_when_language_pairs_differ():
                                for lang, (_, score, fp, fn) in scored.items()]
                               + [simulated_reference(rng, "hi", 150, 0.5, 0.8, 0.0)], ignore_index=True)
         items = {lang: simulated_answers(rng, n, score, fp, fn) for lang, (n, score, fp, fn) in scored.items()}
-        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], PLAIN_PPI)
+        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
         return scores[scores["lang"] == "all"].iloc[0]
 
     assert 0.927 <= coverage(pooled_row, truth, RUNS, seed=11) <= 0.973
 
 
-def test_unanswered_questions_count_zero_and_are_not_bias_corrected():
+@pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
+def test_unanswered_questions_count_zero_and_are_not_bias_corrected(estimator):
     """600 of 1,000 questions answered, 70% of those well; a generous judge (half the bad answers
     called good) measured on reference rows like the answers. The truth is 0.6 x 0.7 = 0.42."""
     answered = np.arange(1000) < 600
@@ -417,7 +420,7 @@ def test_unanswered_questions_count_zero_and_are_not_bias_corrected():
     def row(rng):
         reference = simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0)
         items = {"en": simulated_answers(rng, 1000, 0.7, 0.5, 0.0, answered)}
-        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], PLAIN_PPI)
+        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
         return scores[scores["lang"] == "en"].iloc[0]
 
     assert 0.927 <= coverage(row, 0.42, RUNS, seed=12) <= 0.973
@@ -425,8 +428,79 @@ def test_unanswered_questions_count_zero_and_are_not_bias_corrected():
     rng = np.random.default_rng(0)
     none = {"en": simulated_answers(rng, 50, 0.7, 0.5, 0.0, np.zeros(50, dtype=bool))}
     scores = model_scores(none, simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0), {"ar": ColumnJudge()}, ["ar"],
-                          PLAIN_PPI)
+                          {**SCORING, "estimator": estimator})
     assert (scores[["score", "ci_low", "ci_high"]] == 0).all().all()
+
+
+def balanced_reference(rng, lang, per_class, false_positive, false_negative):
+    """A gold set built as MARS builds it: ``per_class`` positives and as many negatives."""
+    Y = np.r_[np.ones(per_class), np.zeros(per_class)]
+    return pd.DataFrame({AR: Y, "prediction_ar": simulated_judge(Y, rng, false_positive, false_negative),
+                         "doc_lang": lang, "qa_lang": lang})
+
+
+@pytest.mark.parametrize("true_score, false_positive, false_negative", [(0.9, 0.1, 0.3), (0.7, 0.3, 0.1)])
+def test_a_balanced_reference_set_leaves_the_default_score_unbiased(true_score, false_positive, false_negative):
+    """A 50/50 gold set, a system 70-90% good and a judge that errs more on one class: PPI assumes
+    the reference rows are sampled from the system's answers and is pulled toward 0.5
+    (to pi + (0.5 - pi)(FPR + FNR)); the default confusion-matrix correction covers the truth."""
+    def row(estimator):
+        def one(rng):
+            reference = balanced_reference(rng, "en", 100, false_positive, false_negative)
+            items = {"en": simulated_answers(rng, 1000, true_score, false_positive, false_negative)}
+            return model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"],
+                                {**SCORING, "estimator": estimator}).iloc[0]
+        return one
+
+    assert 0.927 <= coverage(row("rogan_gladen"), true_score, RUNS, seed=13) <= 0.973
+    assert coverage(row("ppi"), true_score, 200, seed=14) < 0.5
+
+
+def test_confusion_matrix_interval_inverts_its_test_on_a_grid():
+    """Fieller's interval is the set of scores the contrast test does not reject: found here by
+    scanning a grid, independently of the quadratic's roots."""
+    from polyrag.mars.rogan_gladen import SMOOTHING, rogan_gladen_score
+
+    Y = np.r_[np.ones(60), np.zeros(60)]
+    Yhat = np.r_[np.ones(45), np.zeros(15), np.ones(9), np.zeros(51)]  # TPR 0.75, FPR 0.15
+    judged = np.r_[np.ones(310), np.zeros(190)]  # q 0.62
+    result = rogan_gladen_score(Y, Yhat, judged, alpha=0.05)
+    assert result["score"] == pytest.approx((0.62 - 0.15) / (0.75 - 0.15))
+    t, f = (45 + SMOOTHING) / (60 + 2 * SMOOTHING), (9 + SMOOTHING) / (60 + 2 * SMOOTHING)
+    grid = np.linspace(-0.5, 1.5, 200_001)
+    accepted = grid[(0.62 - 0.15 - grid * 0.6) ** 2 <= norm.ppf(0.975) ** 2 * (
+        0.62 * 0.38 / 500 + grid**2 * t * (1 - t) / 60 + (1 - grid) ** 2 * f * (1 - f) / 60)]
+    assert result["ci_low"] == pytest.approx(accepted.min(), abs=1e-4)
+    assert result["ci_high"] == pytest.approx(min(accepted.max(), 1.0), abs=1e-4)
+    assert result["ci_high"] - result["score"] != pytest.approx(result["score"] - result["ci_low"], abs=1e-3)  # skewed
+
+
+def test_the_workflow_scores_with_the_confusion_matrix_by_default(repo, monkeypatch):
+    import yaml
+
+    from polyrag.config import validate_config
+
+    monkeypatch.chdir(repo)
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    config["mars"].pop("scoring", None)
+    validated = validate_config(config, repo / "schemas" / "config.schema.yaml", source="config.yaml")
+    assert validated["mars"]["scoring"] == SCORING
+
+
+def test_a_judge_at_chance_gets_no_score_and_the_whole_unit_interval():
+    rng = np.random.default_rng(5)
+    reference = pd.concat([balanced_reference(rng, "en", 150, 0.05, 0.1),  # a judge that works
+                           balanced_reference(rng, "de", 150, 0.5, 0.5)], ignore_index=True)  # a coin
+    items = {"en": simulated_answers(rng, 800, 0.8, 0.05, 0.1), "de": simulated_answers(rng, 200, 0.8, 0.5, 0.5)}
+    scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], SCORING).set_index("lang")
+    assert scores.loc["en", "estimable"] and 0.7 < scores.loc["en", "score"] < 0.9
+    assert not scores.loc["de", "estimable"] and np.isnan(scores.loc["de", "score"])
+    assert (scores.loc["de", "ci_low"], scores.loc["de", "ci_high"]) == (0.0, 1.0)
+    # Pooled: en's part is known (weight 0.8); de's fifth could be anything from 0 to 0.2.
+    en, pooled = scores.loc["en"], scores.loc["all"]
+    assert np.isnan(pooled["score"]) and not pooled["estimable"]
+    assert pooled["ci_low"] == pytest.approx(max(0.0, 0.8 * en["ci_low"]))
+    assert pooled["ci_high"] == pytest.approx(min(1.0, 0.8 * en["ci_high"] + 0.2))
 
 
 def test_reference_sets_from_memerag_and_tsv(shared_data, tmp_path):
@@ -469,32 +543,35 @@ def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
     reference["prediction_ar"] = judge.predict_proba(reference)
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 100}
     summary, systems = meta_evaluate(gold, {"ar": judge}, reference, ["ar"], settings,
-                                     {"alpha": 0.05, "power_tuning": False}, seed=0)
+                                     SCORING, seed=0)
     assert systems["true_score"].tolist() == settings["accuracies"]
     assert np.allclose(systems["score"], systems["true_score"]) and systems["covered"].all()
     row = summary.iloc[0]
-    assert row["kendall_tau_after_ppi"] == pytest.approx(1.0) and row["judge_accuracy"] == 1.0 and row["items_per_system"] == 100
+    assert row["kendall_tau_corrected"] == pytest.approx(1.0) and row["judge_accuracy"] == 1.0 and row["items_per_system"] == 100
 
 
 def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
     _, judges, reference, _, _ = trained_judges
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 150}
     summary, systems = meta_evaluate({"de-de": gold_en_de["de-de"]}, judges, reference, ["cr", "lc"], settings,
-                                     {"alpha": 0.05, "power_tuning": False}, seed=0)
+                                     SCORING, seed=0)
     assert len(summary) == 2 and len(systems) == 10
     for row in summary.itertuples():
         mine = systems[systems["metric"] == row.metric]
-        # Plain PPI with one reference set per pair subtracts the judge's bias on it from every
-        # system's raw rate, recomputed here from the reference rows of de-de.
+        # The confusion-matrix correction with one reference set per pair maps every system's raw
+        # rate through (q - FPR) / (TPR - FPR), the rates recomputed from the reference rows of de-de.
         ref = labelled(reference[(reference["doc_lang"] == "de") & (reference["qa_lang"] == "de")], row.metric)
-        bias = ((ref[f"prediction_{row.metric}"] >= 0.5) - ref[LABEL_COLUMNS[row.metric]]).mean()
-        assert np.allclose(mine["score_unclipped"], mine["judge_positive_rate"] - bias)
-        assert row.kendall_tau_after_ppi == pytest.approx(kendalltau(mine["true_score"], mine["score"]).statistic)
-        assert row.kendall_tau_after_ppi == pytest.approx(row.kendall_tau_before_ppi)  # a shift keeps the order
+        said_yes = ref[f"prediction_{row.metric}"] >= 0.5
+        truth = ref[LABEL_COLUMNS[row.metric]] == 1
+        tpr, fpr = said_yes[truth].mean(), said_yes[~truth].mean()
+        assert (row.judge_true_positive_rate, row.judge_false_positive_rate) == pytest.approx((tpr, fpr))
+        assert np.allclose(mine["score_unclipped"], (mine["judge_positive_rate"] - fpr) / (tpr - fpr))
+        assert row.kendall_tau_corrected == pytest.approx(kendalltau(mine["true_score"], mine["score"]).statistic)
+        assert row.kendall_tau_corrected == pytest.approx(row.kendall_tau_raw)  # an increasing map keeps the order
         covered = (mine["ci_low"] <= mine["true_score"]) & (mine["true_score"] <= mine["ci_high"])
         assert row.ci_coverage == covered.mean()
     # Five systems 5 points apart on 150 items: the CR judge (about 0.9 accurate) orders them all.
-    tau = summary.set_index("metric")["kendall_tau_after_ppi"]
+    tau = summary.set_index("metric")["kendall_tau_corrected"]
     assert tau["cr"] >= 0.8, summary
     assert (summary["judge_balanced_accuracy"] > 0.65).all()  # no-skill: 0.5
 
@@ -509,7 +586,8 @@ def test_system_scores_from_answers(trained_judges):
     assert items["Document"].tolist() == ["The Eiffel Tower is in Paris.",
                                           "The Eiffel Tower is in Paris.\n\nBananas are yellow."]
     assert items["Answer"].iloc[0] == "It is in Paris." and items["Answer"].isna().iloc[1]
-    scores = model_scores({"en": items}, reference, judges, ["cr", "ar", "lc"], {"alpha": 0.05, "power_tuning": False})
+    # PPI here: its formula is one subtraction (the confusion-matrix one is checked above).
+    scores = model_scores({"en": items}, reference, judges, ["cr", "ar", "lc"], PLAIN_PPI)
     assert scores["lang"].tolist() == ["en"] * 3 + ["all"] * 3
     assert (scores["n_missing_answers"] == 1).all() and (scores["n_answers"] == 2).all()
     # AR: PPI on the one answer, halved (the unanswered question counts 0, uncorrected).
@@ -522,7 +600,8 @@ def test_system_scores_from_answers(trained_judges):
     # One language: the pooled row is that language's.
     pooled = scores[scores["lang"] == "all"].reset_index(drop=True)
     one = scores[scores["lang"] == "en"].reset_index(drop=True)
-    assert np.allclose(pooled[["score_unclipped", "ci_low", "ci_high"]], one[["score_unclipped", "ci_low", "ci_high"]])
+    assert np.allclose(pooled[["score_unclipped", "ci_low", "ci_high"]], one[["score_unclipped", "ci_low", "ci_high"]],
+                       equal_nan=True)
 
 
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):

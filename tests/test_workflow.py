@@ -390,11 +390,14 @@ def test_mars_stage(run, repo, embedded_data):
         scores = pd.read_csv(mars / "scores" / f"{model}.csv")
         assert scores[["lang", "metric"]].apply(tuple, axis=1).tolist() == [
             (lang, m) for lang in ("en", "all") for m in ("cr", "ar", "af", "lc")]
-        assert (scores["ci_low"] <= scores["score"]).all() and (scores["score"] <= scores["ci_high"]).all()
+        # A judge that cannot tell the classes apart gets no score and the interval [0, 1].
+        scored = scores[scores["estimable"]]
+        assert (scored["ci_low"] <= scored["score"]).all() and (scored["score"] <= scored["ci_high"]).all()
+        assert scores.loc[~scores["estimable"], "score"].isna().all()
         assert (scores["n_answers"] == 4).all() and (scores["reference_scope"].iloc[:4] == "pair").all()
         # One language scored: the pooled row is that language's.
         columns = ["score_unclipped", "ci_low", "ci_high"]
-        assert scores[columns].iloc[4:].to_numpy() == pytest.approx(scores[columns].iloc[:4].to_numpy())
+        assert scores[columns].iloc[4:].to_numpy() == pytest.approx(scores[columns].iloc[:4].to_numpy(), nan_ok=True)
     meta = pd.read_csv(mars / "meta_eval.csv")
     assert sorted(zip(meta["pair"], meta["metric"])) == sorted((p, m) for p in ("en-en", "de-de")
                                                                 for m in ("cr", "ar", "af", "lc"))
@@ -403,9 +406,13 @@ def test_mars_stage(run, repo, embedded_data):
     for row in meta.itertuples():  # tau and coverage recomputed from the systems
         mine = systems[(systems["pair"] == row.pair) & (systems["metric"] == row.metric)]
         tau = kendalltau(mine["true_score"], mine["score"]).statistic
-        assert row.kendall_tau_after_ppi == pytest.approx(tau, nan_ok=True)
+        assert row.kendall_tau_corrected == pytest.approx(tau, nan_ok=True)
         covered = (mine["ci_low"] <= mine["true_score"]) & (mine["true_score"] <= mine["ci_high"])
         assert row.ci_coverage == covered.mean()
+    coverage = pd.read_csv(mars / "meta_eval_coverage.csv").set_index("metric")
+    assert coverage.loc["all", "cells"] == len(systems)
+    assert coverage.loc["all", "coverage"] == pytest.approx(
+        ((systems["ci_low"] <= systems["true_score"]) & (systems["true_score"] <= systems["ci_high"])).mean())
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"],
                 meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,

@@ -5,14 +5,15 @@ judged (``judge: false``) takes the surrogate's prediction, on the same scale. P
 models are ranked by that logit. Overall:
 
 - ``score`` is the mean arena logit over languages;
-- ``ci_low``/``ci_high`` are the 2.5/97.5 percentiles over bootstrap tournaments of that mean
-  (tournament t of every language together; languages are resampled independently), using the
-  BT bootstrap for judged models and the surrogate's per-tournament predictions otherwise. For
-  models ranked by the surrogate alone the interval reflects question sampling only, not the
-  surrogate's own error (see ``surrogate_metrics.json`` for that);
-- ``rank`` orders models by ``score``, the quantity the interval belongs to, so a model whose
-  interval lies wholly above another's is always ranked ahead of it; ``rank_best``..``rank_worst``
-  are the ranks those intervals allow (as in the Bradley-Terry table);
+- ``ci_low``/``ci_high`` is the 95% interval of that mean from bootstrap tournaments (tournament
+  t of every language together; languages are resampled independently), using the BT bootstrap
+  for judged models and the surrogate's per-tournament predictions otherwise, built as in the
+  Bradley-Terry table (``bradley_terry.intervals_and_ranks``, at the fewest questions of any
+  language). For models ranked by the surrogate alone the interval reflects question sampling
+  only, not the surrogate's own error (see ``surrogate_metrics.json`` for that);
+- ``rank`` orders models by ``score``, the quantity the interval belongs to;
+  ``rank_best``..``rank_worst`` hold jointly for all models at 95% (simultaneous intervals of the
+  differences, bootstrap max-T);
 - ``mean_rank`` (the mean of the per-language ranks, MIRAGE-BENCH's summary) is reported beside
   it but does not order the table: it can disagree with the mean logit when a model wins some
   languages narrowly and loses others by far;
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import rank_ranges
+from polyrag.arena.bradley_terry import intervals_and_ranks
 
 
 def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surrogate: pd.DataFrame,
@@ -42,6 +43,7 @@ def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surroga
     rows["arena_logit"] = rows["bt_logit"].where(rows["judged"], rows["surrogate_logit"])
     rows["rank"] = rows["arena_logit"].rank(ascending=False, method="min").astype(int)
     rows.insert(1, "lang", lang)
+    rows["n_questions"] = int(bt["n_questions"].iloc[0])  # the clusters of every interval in this language
     judged_samples = bootstrap.pivot(index="tournament", columns="model", values="logit")
     predicted_samples = surrogate_samples.pivot(index="tournament", columns="model", values="predicted_logit")
     samples = pd.DataFrame({model: judged_samples[model] if judged else predicted_samples[model]
@@ -58,8 +60,7 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     models = ranks.index
     samples = np.mean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
     score = logits.mean(axis=1).to_numpy()
-    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
-    best, worst = rank_ranges(score, low, high)
+    low, high, best, worst = intervals_and_ranks(score, samples, int(by_language["n_questions"].min()))
     table = pd.DataFrame({"model": models, "rank": pd.Series(-score).rank(method="min").astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,
@@ -67,7 +68,8 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     for lang in languages:
         table[f"rank_{lang}"] = ranks[lang].to_numpy()
     table = table.sort_values(["rank", "model"], ignore_index=True)
-    columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank"]
+    columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank",
+               "n_questions"]
     return table, by_language[columns]
 
 

@@ -33,8 +33,8 @@ The fit is the L2-penalised logistic regression of ``fit_logits`` with the covar
 added to its design matrix: the same penalty on logits and on coefficients (covariates are on a
 common scale, and with a large arena it is negligible for both), ties as half a win each, and
 logits centred by the penalty. With no style difference the fit is exactly ``fit_logits``'s.
-Intervals are 95% percentiles over bootstrap tournaments that resample questions with all their
-games, as in ``bradley_terry``. A model's style cannot be told apart from its strength when its
+Intervals come from bootstrap tournaments that resample questions with all their games, built
+as in ``bradley_terry`` (t-corrected, and joint rank ranges). A model's style cannot be told apart from its strength when its
 answers barely vary in style; the fit relies on the spread of style within models.
 """
 
@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from polyrag.arena.bradley_terry import rank_ranges, tournament_counts
+from polyrag.arena.bradley_terry import bootstrap_interval, intervals_and_ranks, tournament_counts
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations, strip_citations
@@ -178,12 +178,11 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
             for counts_q in drawn]
     logit_samples = np.array([fit[0] for fit in fits])
     coefficient_samples = np.array([fit[1] for fit in fits]).reshape(n_bootstrap, len(used))
-    low, high = np.percentile(logit_samples, [2.5, 97.5], axis=0)
-    best, worst = rank_ranges(logit, low, high)
+    low, high, best, worst = intervals_and_ranks(logit, logit_samples, len(questions))
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
-                          "rank": rank_by(logit),
-                          "rank_best": best, "rank_worst": worst}).sort_values(["rank", "model"], ignore_index=True)
-    coefficient_low, coefficient_high = np.percentile(coefficient_samples, [2.5, 97.5], axis=0)
+                          "rank": rank_by(logit), "rank_best": best, "rank_worst": worst,
+                          "n_questions": len(questions)}).sort_values(["rank", "model"], ignore_index=True)
+    coefficient_low, coefficient_high = bootstrap_interval(coefficient, coefficient_samples, len(questions))
     fitted = pd.DataFrame({"covariate": used, "coefficient": coefficient, "ci_low": coefficient_low,
                            "ci_high": coefficient_high})
     coefficients = pd.DataFrame({"covariate": covariates, "scale": scale[covariates].to_numpy()}).merge(
@@ -207,7 +206,8 @@ def style_controlled_ranks(per_language: dict[str, tuple[pd.DataFrame, pd.DataFr
                     axis=0)
     samples = np.mean([bootstrap.pivot(index="tournament", columns="model", values="logit")[models].to_numpy()
                        for _, bootstrap in (per_language[lang] for lang in languages)], axis=0)
-    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+    n_questions = min(int(table["n_questions"].iloc[0]) for table, _ in per_language.values())
+    low, high = bootstrap_interval(score, samples, n_questions)
     return pd.DataFrame({"model": models, "score_style_controlled": score, "ci_low_style_controlled": low,
                          "ci_high_style_controlled": high,
                          "rank_style_controlled": rank_by(score)})

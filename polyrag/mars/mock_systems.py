@@ -2,10 +2,14 @@
 
 For a language pair and a metric, a mock system of accuracy r answers n gold XQuAD questions:
 exactly round(r n) items are the gold triple (label 1) and the rest are that metric's negative
-(``negatives.corrupted``, label 0; for LC only questions with a valid wrong-language negative). Judges label every item; PPI with the reference set of the
-pair estimates each system's accuracy. A good evaluator ranks the systems as their accuracies
-are ordered: Kendall tau between true accuracies and the judge's raw positive rates (before
-PPI) and the PPI estimates (after).
+(``negatives.corrupted``, label 0; for LC only questions with a valid wrong-language negative).
+Judges label every item; the reference set of the pair corrects the judge's positive rate into
+each system's estimated accuracy (``scores.stratum_estimate``). A good evaluator ranks the systems
+as their accuracies are ordered: Kendall tau between true accuracies and the judge's raw positive
+rates (``kendall_tau_raw``) and the corrected estimates (``kendall_tau_corrected``).
+
+Each system's true accuracy is known, so the share of (pair, metric, system) cells whose interval
+holds it is a direct check of the intervals on the workflow's own judges (:func:`coverage`).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def mock_systems(gold: pd.DataFrame, pair: str, metric: str, judge, accuracies: 
 
 
 def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference: pd.DataFrame, metrics: list[str],
-                  settings: dict, ppi_settings: dict, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  settings: dict, scoring: dict, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary per pair and metric, one row per mock system)."""
     summary, system_rows = [], []
     for pair, gold in sorted(gold_by_pair.items()):
@@ -62,8 +66,8 @@ def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference
             ref, scope = reference_for(reference, pair, metric)
             for system in systems.itertuples():
                 every_item = np.ones(len(system.labels), dtype=bool)
-                estimate = stratum_estimate(ref, metric, system.labels, every_item, ppi_settings)
-                row = score_row(pair, metric, estimate, scope, ppi_settings["alpha"], 0)
+                estimate = stratum_estimate(ref, metric, system.labels, every_item, scoring)
+                row = score_row(pair, metric, estimate, scope, 0)
                 system_rows.append({"pair": pair, "metric": metric, "accuracy": system.accuracy,
                                     "true_score": system.true_score,
                                     **{k: v for k, v in row.items() if k not in ("lang", "metric", "n_missing_answers")},
@@ -75,12 +79,27 @@ def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference
             summary.append({
                 "pair": pair, "doc_lang": passage_lang, "qa_lang": question_lang, "metric": metric,
                 "systems": len(rows), "items_per_system": len(on_positives),
-                "kendall_tau_before_ppi": kendalltau(rows["true_score"], rows["judge_positive_rate"]).statistic,
-                "kendall_tau_after_ppi": kendalltau(rows["true_score"], rows["score"]).statistic,
+                "kendall_tau_raw": kendalltau(rows["true_score"], rows["judge_positive_rate"]).statistic,
+                "kendall_tau_corrected": kendalltau(rows["true_score"], rows["score"]).statistic,
                 "judge_accuracy": float((judged == truth).mean()),
                 "judge_balanced_accuracy": float(balanced_accuracy_score(truth, judged)),
+                "judge_true_positive_rate": rows["judge_true_positive_rate"].iloc[0],
+                "judge_false_positive_rate": rows["judge_false_positive_rate"].iloc[0],
+                "estimable": bool(rows["estimable"].all()),
                 "mean_ci_width": float((rows["ci_high"] - rows["ci_low"]).mean()),
                 "ci_coverage": float(rows["covered"].mean()),
                 "n_reference": int(rows["n_reference"].iloc[0]), "reference_scope": scope,
             })
     return pd.DataFrame(summary), pd.DataFrame(system_rows)
+
+
+def coverage(systems: pd.DataFrame) -> pd.DataFrame:
+    """Per metric, then over all (``metric == "all"``): the (pair, metric, system) cells, the share
+    whose interval holds the system's true accuracy, the mean interval width, and the share of
+    cells whose judge could measure the metric at all (``estimable``)."""
+    def row(metric: str, cells: pd.DataFrame) -> dict:
+        return {"metric": metric, "cells": len(cells), "coverage": float(cells["covered"].mean()),
+                "mean_ci_width": float((cells["ci_high"] - cells["ci_low"]).mean()),
+                "estimable_share": float(cells["estimable"].mean()), "estimator": ",".join(sorted(set(cells["estimator"])))}
+    return pd.DataFrame([row(metric, cells) for metric, cells in systems.groupby("metric", sort=False)]
+                        + [row("all", systems)])

@@ -1,14 +1,17 @@
-"""MARS scores of one RAG system: its answers labelled by the trained judges, rectified by PPI.
+"""MARS scores of one RAG system: its answers labelled by the trained judges, corrected with the
+reference set: by the judge's confusion matrix (``rogan_gladen``, the default, valid whatever the
+reference set's class balance) or by PPI (``ppi``, valid only when the reference rows are a
+random sample of the system's own answers). ``estimator`` names which one each row used.
 
 Each answer becomes a (Query, Document, Answer) item: the passages it cites (all its passages
 when it cites none), and the answer with its citations removed. A question without a parsed
 answer scores 0 on the answer-based metrics (AR, AF, LC): no answer is neither relevant,
-faithful nor in the right language. It is not judged: PPI corrects the judge's labels of the
-answered items (the reference set holds no unanswered item to measure a bias on), and the
+faithful nor in the right language. It is not judged: the correction applies to the judge's labels
+of the answered items (the reference set holds no unanswered item to measure an error on), and the
 estimate and its interval are scaled by the share answered. Such questions are counted in
 ``n_missing_answers``.
 
-The pooled ``all`` row is stratified PPI over the system's own language keys, each corrected with
+The pooled ``all`` row is stratified over the system's own language keys, each corrected with
 its own pair's reference rows and weighted by its share of the system's questions; per-key
 estimates are independent (disjoint answers and reference rows), so their variances add.
 """
@@ -21,7 +24,9 @@ import pandas as pd
 from polyrag.generate.parsing import strip_citations
 from polyrag.mars.judges import binary
 from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS, pair_of_language_key, split_pair
-from polyrag.mars.ppi import Estimate, interval_columns, pooled, ppi_estimate, scaled
+from polyrag.mars.estimates import Estimate, interval_columns, pooled, scaled
+from polyrag.mars.ppi import ppi_estimate
+from polyrag.mars.rogan_gladen import rogan_gladen_estimate
 
 ANSWER_BASED = {metric for metric, inputs in JUDGE_INPUTS.items() if "Answer" in inputs}
 
@@ -61,23 +66,31 @@ def reference_for(reference: pd.DataFrame, pair: str, metric: str) -> tuple[pd.D
     return (own, "pair") if len(own) else (labelled, "all pairs")
 
 
+def corrected_estimate(labels: np.ndarray, predictions: np.ndarray, judged: np.ndarray, scoring: dict) -> Estimate:
+    """The judge's labels ``judged`` of a system's items corrected by its reference labels, with
+    the estimator ``scoring["estimator"]`` names."""
+    if scoring["estimator"] == "ppi":
+        return ppi_estimate(labels, predictions, judged, alpha=scoring["alpha"], power_tuning=scoring["power_tuning"])
+    return rogan_gladen_estimate(labels, predictions, judged, alpha=scoring["alpha"])
+
+
 def stratum_estimate(reference: pd.DataFrame, metric: str, judged: np.ndarray, usable: np.ndarray,
-                     ppi_settings: dict) -> Estimate:
-    """PPI over the items the judge read, as a share of all items: an unanswered question is not
-    judged (the reference set has no such item to correct its label with) and counts 0."""
+                     scoring: dict) -> Estimate:
+    """The corrected score over the items the judge read, as a share of all items: an unanswered
+    question is not judged (the reference set has no such item to correct its label with) and
+    counts 0."""
     Y = reference[LABEL_COLUMNS[metric]].to_numpy(dtype=float)
     Yhat = binary(reference[f"prediction_{metric}"])
     # With no item judged the score is 0 exactly: any stand-in works, the scaling by 0 removes it.
     observed = judged if len(judged) else np.zeros(1)
-    estimate = ppi_estimate(Y, Yhat, observed, alpha=ppi_settings["alpha"], power_tuning=ppi_settings["power_tuning"])
-    return scaled(estimate, float(usable.mean()), len(usable))
+    return scaled(corrected_estimate(Y, Yhat, observed, scoring), float(usable.mean()), len(usable))
 
 
 def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame, judges: dict, metrics: list[str],
-                 ppi_settings: dict) -> pd.DataFrame:
+                 scoring: dict) -> pd.DataFrame:
     """Rows per (language key, metric), then ``all``: the pooled score over the system's own
-    language keys, each weighted by its share of the system's questions (stratified PPI: every
-    key is corrected with its own reference rows only).
+    language keys, each weighted by its share of the system's questions (stratified: every key is
+    corrected with its own reference rows only).
 
     ``reference`` carries the judges' probabilities in ``prediction_{metric}`` columns.
     """
@@ -90,9 +103,9 @@ def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame
         pair = pair_of_language_key(lang)
         for metric in metrics:
             ref, scope = reference_for(reference, pair, metric)
-            estimate = stratum_estimate(ref, metric, *labels[metric], ppi_settings)
+            estimate = stratum_estimate(ref, metric, *labels[metric], scoring)
             strata[metric].append((estimate, ref.index))
-            rows.append(score_row(lang, metric, estimate, scope, ppi_settings["alpha"], missing[lang]))
+            rows.append(score_row(lang, metric, estimate, scope, missing[lang]))
     for metric in metrics:
         estimates, indexes = zip(*strata[metric])
         sizes = np.array([e.n_answers for e in estimates], dtype=float)
@@ -100,10 +113,10 @@ def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame
         independent = not used.has_duplicates  # no reference row serves two strata
         estimate = pooled(estimates, sizes / sizes.sum(), independent, n_reference=used.nunique())
         scope = "pairs scored" if independent else "pairs scored, shared reference rows (conservative interval)"
-        rows.append(score_row("all", metric, estimate, scope, ppi_settings["alpha"], sum(missing.values())))
+        rows.append(score_row("all", metric, estimate, scope, sum(missing.values())))
     return pd.DataFrame(rows)
 
 
-def score_row(lang: str, metric: str, estimate: Estimate, scope: str, alpha: float, missing: int) -> dict:
-    return {"lang": lang, "metric": metric, **interval_columns(estimate, alpha), "n_missing_answers": missing,
+def score_row(lang: str, metric: str, estimate: Estimate, scope: str, missing: int) -> dict:
+    return {"lang": lang, "metric": metric, **interval_columns(estimate), "n_missing_answers": missing,
             "reference_scope": scope}

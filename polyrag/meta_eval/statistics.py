@@ -1,17 +1,26 @@
-"""Balanced accuracy with bootstrap standard errors, per-class recall intervals, and paired
-permutation tests (MEMERAG).
+"""Balanced accuracy with question-clustered standard errors and intervals, per-class recall
+intervals, and paired permutation tests with a family-wise correction (MEMERAG).
 
 Balanced accuracy is the mean recall over classes. Over several languages (the multilingual
 task, ``lang == "all"``) it is the mean recall over (language, class) groups: every class and
 every language weighs the same, whatever its size. A missing prediction (an LLM label that never
 came) is counted as wrong, as MEMERAG does; summaries also report it excluded.
+
+Sentences of one answer share a question, its passages and its answer, so they are not
+independent: the standard error (:func:`clustered_se`) treats each question as a cluster and each
+language as a stratum, and permutation tests swap whole questions. The interval
+(:func:`balanced_accuracy_interval`) is built from each class's Wilson interval at its effective
+size (sentences over the design effect of clustering), combined by MOVER (Zou & Donner 2008): a
+class of a handful of sentences keeps a wide interval (10 of 10 recalled is [0.72, 1], not a
+certain 1), where a bootstrap of sentences collapses.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
+from statsmodels.stats.multitest import multipletests
 
 
 def group_ids(labels: np.ndarray, langs: np.ndarray) -> np.ndarray:
@@ -29,18 +38,64 @@ def balanced_accuracy(correct: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return (correct @ onehot / onehot.sum(axis=0)).mean(axis=-1)
 
 
-def bootstrap_se(correct: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Generator) -> float:
-    """Standard deviation of balanced accuracy over ``n`` resamples of sentences drawn within each
-    (language, class) group (stratified), so no resample loses a class and none is dropped.
+def question_ids(langs: np.ndarray, query_ids: np.ndarray) -> np.ndarray:
+    """One integer per (language, question): the clusters."""
+    return pd.factorize(pd.Series(list(zip(langs, query_ids))))[0]
 
-    Resampling ``n_g`` binary outcomes with replacement from a group with ``k_g`` correct draws a
-    Binomial(n_g, k_g / n_g) count of correct ones, so each group's resampled recall is drawn from
-    that binomial directly: the same bootstrap distribution, without an (n, sentences) matrix."""
-    correct = np.asarray(correct, bool)
+
+def stratified_cluster_variance(contributions: np.ndarray, clusters: np.ndarray, strata: np.ndarray) -> float:
+    """Variance of a sum of per-row ``contributions`` whose clusters are sampled independently
+    within strata: sum over strata of Q/(Q-1) times the squared deviations of the cluster totals
+    from their stratum mean (the linearisation, or sandwich, estimator)."""
+    totals = np.bincount(clusters, weights=contributions)
+    stratum_of_cluster = np.zeros(len(totals), dtype=int)
+    stratum_of_cluster[clusters] = pd.factorize(strata)[0]
+    variance = 0.0
+    for stratum in np.unique(stratum_of_cluster):
+        members = totals[stratum_of_cluster == stratum]
+        if len(members) > 1:
+            variance += len(members) / (len(members) - 1) * np.sum((members - members.mean()) ** 2)
+    return float(variance)
+
+
+def recall_contributions(correct: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each group's recall, each row's influence on balanced accuracy): the balanced accuracy
+    minus its value is the sum of the rows' (correct - recall of its group) / (groups x size)."""
+    correct = np.asarray(correct, float)
     sizes = np.bincount(groups)
     recalls = np.bincount(groups, weights=correct) / sizes
-    resampled = rng.binomial(sizes, recalls, size=(n, len(sizes))) / sizes
-    return float(np.std(resampled.mean(axis=1), ddof=1))
+    return recalls, (correct - recalls[groups]) / (len(sizes) * sizes[groups])
+
+
+def clustered_se(correct: np.ndarray, groups: np.ndarray, clusters: np.ndarray, strata: np.ndarray) -> float:
+    """Standard error of balanced accuracy with questions as clusters within language strata."""
+    return float(np.sqrt(stratified_cluster_variance(recall_contributions(correct, groups)[1], clusters, strata)))
+
+
+def wilson_interval(recall: float, size: float, z: float) -> tuple[float, float]:
+    """Wilson score interval of a proportion observed on ``size`` (possibly fractional) trials."""
+    centre = (recall + z * z / (2 * size)) / (1 + z * z / size)
+    half = z / (1 + z * z / size) * np.sqrt(recall * (1 - recall) / size + z * z / (4 * size * size))
+    return centre - half, centre + half
+
+
+def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters: np.ndarray, strata: np.ndarray,
+                               confidence: float = 0.95) -> tuple[float, float]:
+    """MOVER interval of the mean of the groups' recalls from their Wilson intervals, each at its
+    effective size: the group's sentences divided by the design effect (clustered over binomial
+    variance, at least 1) of the balanced accuracy as a whole, which carries the correlation of
+    sentences of one question across classes as well as within them."""
+    z = float(norm.ppf(0.5 + confidence / 2))
+    correct = np.asarray(correct, float)
+    sizes = np.bincount(groups).astype(float)
+    recalls, contributions = recall_contributions(correct, groups)
+    independent = np.sum(recalls * (1 - recalls) / sizes) / len(sizes) ** 2
+    clustered = stratified_cluster_variance(contributions, clusters, strata)
+    design_effect = max(1.0, clustered / independent) if independent > 0 else 1.0
+    lows, highs = np.array([wilson_interval(r, n / design_effect, z) for r, n in zip(recalls, sizes)]).T
+    score = recalls.mean()
+    return (float(score - np.sqrt(np.sum((recalls - lows) ** 2)) / len(sizes)),
+            float(score + np.sqrt(np.sum((highs - recalls) ** 2)) / len(sizes)))
 
 
 def recall_interval(correct: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -52,15 +107,25 @@ def recall_interval(correct: int, total: int, confidence: float = 0.95) -> tuple
     return float(interval.low), float(interval.high)
 
 
-def paired_permutation_test(correct_a: np.ndarray, correct_b: np.ndarray, groups: np.ndarray, n: int,
-                            rng: np.random.Generator) -> tuple[float, float]:
+def paired_permutation_test(correct_a: np.ndarray, correct_b: np.ndarray, groups: np.ndarray, clusters: np.ndarray,
+                            n: int, rng: np.random.Generator) -> tuple[float, float]:
     """Two-sided test that evaluators a and b have the same balanced accuracy on the same
-    sentences: each sentence's pair of outcomes is swapped with probability 1/2. Returns the
-    observed difference (a - b) and the p-value (with the observed arrangement counted)."""
-    observed = balanced_accuracy(correct_a, groups) - balanced_accuracy(correct_b, groups)
-    swap = rng.random((n, len(groups))) < 0.5
-    permuted_a = np.where(swap, correct_b, correct_a)
-    permuted_b = np.where(swap, correct_a, correct_b)
-    differences = balanced_accuracy(permuted_a, groups) - balanced_accuracy(permuted_b, groups)
+    sentences: the outcomes of a whole question (every sentence of it) are swapped between a and
+    b with probability 1/2, since sentences of one question are not exchangeable on their own.
+    Returns the observed difference (a - b) and the p-value (with the observed arrangement counted).
+
+    The difference of balanced accuracies is a weighted sum of per-sentence differences, so a
+    permutation only flips the signs of the questions' weighted totals."""
+    sizes = np.bincount(groups)
+    weights = 1.0 / (len(sizes) * sizes[groups])
+    totals = np.bincount(clusters, weights=weights * (np.asarray(correct_a, float) - np.asarray(correct_b, float)))
+    observed = float(totals.sum())
+    signs = np.where(rng.random((n, len(totals))) < 0.5, -1.0, 1.0)
+    differences = signs @ totals
     extreme = np.sum(np.abs(differences) >= abs(observed) - 1e-12)
-    return float(observed), float((extreme + 1) / (n + 1))
+    return observed, float((extreme + 1) / (n + 1))
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values: family-wise error control under any dependence."""
+    return multipletests(np.asarray(p_values, float), method="holm")[1]

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from polyrag.errors import DataError
-from polyrag.meta_eval.statistics import (balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test,
-                                          recall_interval)
+from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, clustered_se, group_ids,
+                                          holm, paired_permutation_test, question_ids, recall_interval)
 
 KEYS = ["lang", "query_id", "sentence_id"]
 SYSTEM = ["evaluator", "prompt", "task"]
@@ -75,21 +75,27 @@ def class_columns(labels: np.ndarray, correct: np.ndarray) -> dict:
     return row
 
 
-def summarise(predictions: pd.DataFrame, n_bootstrap: int, rng: np.random.Generator) -> pd.DataFrame:
+def summarise(predictions: pd.DataFrame) -> pd.DataFrame:
     """Balanced accuracy per evaluator, prompt, task and language (missing predictions wrong, and
-    excluded), with stratified bootstrap standard errors and per-class recalls."""
+    excluded), with its question-clustered standard error and 95% interval and per-class recalls."""
     left_out = one_class_languages(predictions)
     warn_one_class(left_out, predictions)
     rows = []
     for (evaluator, prompt, task), frame in predictions.groupby(SYSTEM, sort=True):
         for lang, part in columns(frame, left_out[task]):
             labels, langs = part["label"].to_numpy(), part["lang"].to_numpy()
+            clusters = question_ids(langs, part["query_id"].astype(str).to_numpy())
             answered, correct = outcomes(part)
             score = defined_balanced_accuracy(correct, labels, langs)
+            groups = group_ids(labels, langs)
+            low, high = (np.nan, np.nan) if np.isnan(score) else balanced_accuracy_interval(correct, groups, clusters,
+                                                                                            langs)
             rows.append({
                 "evaluator": evaluator, "prompt": prompt, "task": task, "lang": lang, "balanced_accuracy": score,
-                "se": np.nan if np.isnan(score) else bootstrap_se(correct, group_ids(labels, langs), n_bootstrap, rng),
-                "n": len(part), "n_missing": int((~answered).sum()),
+                "se": np.nan if np.isnan(score) else clustered_se(correct, groups, clusters, langs),
+                "ci_low": low, "ci_high": high,
+                "n": len(part), "n_questions": int(clusters.max() + 1) if len(part) else 0,
+                "n_missing": int((~answered).sum()),
                 "balanced_accuracy_excluding_missing": defined_balanced_accuracy(
                     correct[answered], labels[answered], langs[answered]),
                 **class_columns(labels, correct),
@@ -98,10 +104,11 @@ def summarise(predictions: pd.DataFrame, n_bootstrap: int, rng: np.random.Genera
     return pd.DataFrame(rows)
 
 
-def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per labelled sentence with each evaluator's correctness as a column, and the
-    (language, class) group of each row. Every evaluator must have scored the same sentences:
-    a paired test over padded or unmatched rows would compare invented outcomes."""
+def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """One row per labelled sentence with each evaluator's correctness as a column, the
+    (language, class) group and the question (cluster) of each row. Every evaluator must have
+    scored the same sentences: a paired test over padded or unmatched rows would compare invented
+    outcomes."""
     duplicated = part[part.duplicated(SYSTEM + KEYS, keep=False)]
     if not duplicated.empty:
         raise DataError(f"{where}: {duplicated.iloc[0][['evaluator', *KEYS]].to_dict()} has more than one prediction")
@@ -115,31 +122,54 @@ def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.nd
     correct = part.assign(correct=outcomes(part)[1]).pivot(index=KEYS, columns=["evaluator", "prompt"],
                                                            values="correct")
     labels = sentences.set_index(KEYS)["label"].reindex(correct.index).to_numpy()
-    return correct, group_ids(labels, correct.index.get_level_values("lang").to_numpy())
+    langs = correct.index.get_level_values("lang").to_numpy()
+    clusters = question_ids(langs, correct.index.get_level_values("query_id").astype(str).to_numpy())
+    return correct, group_ids(labels, langs), clusters
 
 
-def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutations: int,
-                 rng: np.random.Generator) -> pd.DataFrame:
-    """Each evaluator (and prompt) against the best of its column (task, language): the
-    difference in balanced accuracy (that of summary.csv), the sentences compared (``n``) and a
-    paired permutation test's p-value. Columns without a balanced accuracy (one class) are left out."""
+def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutations: int, rng: np.random.Generator,
+                 alpha: float = 0.05) -> pd.DataFrame:
+    """Every pair of evaluators (and prompts) in each column (task, language): the difference in
+    balanced accuracy (``evaluator`` minus ``vs_evaluator``, the better one first, as in
+    summary.csv), the sentences and questions compared, a paired permutation test's p-value
+    (whole questions swapped) and its Holm adjustment over the column's pairs (``p_holm``), so that
+    the chance of any false ``significant`` in a column is at most ``alpha``. Comparing each
+    evaluator with the observed best instead would choose the reference from the same data and
+    leave the family uncorrected. Columns without a balanced accuracy (one class) are left out."""
     left_out = one_class_languages(predictions)
     rows = []
     for (task, lang), column in summary.dropna(subset=["balanced_accuracy"]).groupby(["task", "lang"], sort=True):
-        best = column.sort_values("balanced_accuracy", ascending=False, kind="stable").iloc[0]
         part = predictions[predictions["task"] == task]
         part = part[part["lang"] == lang] if lang != "all" else part[~part["lang"].isin(left_out[task])]
-        correct, groups = paired_outcomes(part, f"{task} {lang}")
-        reference = correct[(best["evaluator"], best["prompt"])].to_numpy(bool)
-        for _, other in column.iterrows():
-            is_best = (other["evaluator"], other["prompt"]) == (best["evaluator"], best["prompt"])
-            difference, p_value = (0.0, 1.0) if is_best else paired_permutation_test(
-                reference, correct[(other["evaluator"], other["prompt"])].to_numpy(bool), groups, n_permutations, rng)
-            rows.append({"task": task, "lang": lang, "evaluator": other["evaluator"], "prompt": other["prompt"],
-                         "best_evaluator": best["evaluator"], "best_prompt": best["prompt"],
-                         "difference": difference, "n": len(correct), "p_value": p_value, "is_best": is_best,
-                         "significantly_worse": (not is_best) and p_value < 0.05})
+        correct, groups, clusters = paired_outcomes(part, f"{task} {lang}")
+        ordered = column.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True])
+        systems = list(zip(ordered["evaluator"], ordered["prompt"]))
+        family = []
+        for i, better in enumerate(systems):
+            for worse in systems[i + 1:]:
+                difference, p_value = paired_permutation_test(correct[better].to_numpy(bool),
+                                                              correct[worse].to_numpy(bool), groups, clusters,
+                                                              n_permutations, rng)
+                family.append({"task": task, "lang": lang, "evaluator": better[0], "prompt": better[1],
+                               "vs_evaluator": worse[0], "vs_prompt": worse[1], "difference": difference,
+                               "n": len(correct), "n_questions": int(clusters.max() + 1), "p_value": p_value})
+        if family:
+            adjusted = holm([row["p_value"] for row in family])
+            for row, p_holm in zip(family, adjusted):
+                row |= {"p_holm": float(p_holm), "significant": bool(p_holm < alpha)}
+        rows += family
     return pd.DataFrame(rows)
+
+
+def worse_than_best(summary: pd.DataFrame, significance: pd.DataFrame) -> pd.Series:
+    """Per summary row, whether the best evaluator of its column is significantly better (Holm);
+    False for the best itself."""
+    best = summary.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True]) \
+        .groupby(["task", "lang"]).head(1)[["task", "lang", "evaluator", "prompt"]]
+    beaten = significance[significance["significant"]].merge(best, on=["task", "lang", "evaluator", "prompt"])
+    keys = set(zip(beaten["task"], beaten["lang"], beaten["vs_evaluator"], beaten["vs_prompt"]))
+    return pd.Series([key in keys for key in zip(summary["task"], summary["lang"], summary["evaluator"],
+                                                 summary["prompt"])], index=summary.index)
 
 
 def fine_grained(predictions: pd.DataFrame) -> pd.DataFrame:
@@ -158,7 +188,8 @@ def judge_credibility(summary: pd.DataFrame, roles: dict[str, list[str]]) -> pd.
     """The MEMERAG faithfulness balanced accuracy of each judge the workflow uses (pairwise
     judging, LLM features), per prompt and language, where that judge has been meta-evaluated."""
     faithfulness = summary[(summary["task"] == "faithfulness") & summary["evaluator"].isin(roles)]
-    table = faithfulness[["evaluator", "prompt", "lang", "balanced_accuracy", "se", "n", "n_missing"]].rename(
+    table = faithfulness[["evaluator", "prompt", "lang", "balanced_accuracy", "se", "ci_low", "ci_high", "n",
+                          "n_missing"]].rename(
         columns={"evaluator": "judge"})
     table.insert(1, "roles", table["judge"].map(lambda judge: ", ".join(roles[judge])))
     return table.reset_index(drop=True)

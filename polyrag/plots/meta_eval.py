@@ -1,5 +1,6 @@
-"""MEMERAG Figure 2: balanced accuracy per language and evaluator, hatched where an evaluator is
-not significantly different from the best of its column (paired permutation test, p >= 0.05)."""
+"""MEMERAG Figure 2: balanced accuracy per language and evaluator with its 95% interval, hatched
+where the best of its column is not significantly better (paired permutation test over
+questions, Holm-adjusted over the column's pairs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from polyrag.meta_eval.summary import worse_than_best
 from polyrag.plots import matplotlib  # noqa: F401 - selects the Agg backend
 from polyrag.plots.arena import save
 
@@ -14,6 +16,7 @@ from polyrag.plots.arena import save
 def balanced_accuracy_bars(summary: pd.DataFrame, significance: pd.DataFrame, languages: list[str], path: str) -> None:
     tasks = sorted(summary["task"].unique())
     columns = [*languages, "all"]
+    summary = summary.assign(worse_than_best=worse_than_best(summary, significance))
     systems = summary[["evaluator", "prompt"]].drop_duplicates().sort_values(["evaluator", "prompt"])
     names = [e if p == "-" else f"{e} ({p})" for e, p in systems.itertuples(index=False)]
     width = 0.8 / len(systems)
@@ -24,13 +27,12 @@ def balanced_accuracy_bars(summary: pd.DataFrame, significance: pd.DataFrame, la
         for k, (evaluator, prompt) in enumerate(systems.itertuples(index=False)):
             rows = summary[(summary["task"] == task) & (summary["evaluator"] == evaluator)
                            & (summary["prompt"] == prompt)].set_index("lang").reindex(columns)
-            tests = significance[(significance["task"] == task) & (significance["evaluator"] == evaluator)
-                                 & (significance["prompt"] == prompt)].set_index("lang").reindex(columns)
             x = np.arange(len(columns)) + (k - (len(systems) - 1) / 2) * width
-            bars = ax.bar(x, rows["balanced_accuracy"], width, yerr=rows["se"], capsize=2,
-                          color=colours(k % 10), label=names[k])
-            for bar, worse in zip(bars, tests["significantly_worse"]):
-                if worse is False or worse == 0:  # best, or not significantly worse than the best
+            errors = np.vstack([rows["balanced_accuracy"] - rows["ci_low"], rows["ci_high"] - rows["balanced_accuracy"]])
+            bars = ax.bar(x, rows["balanced_accuracy"], width, yerr=errors, capsize=2, color=colours(k % 10),
+                          label=names[k])
+            for bar, worse in zip(bars, rows["worse_than_best"]):
+                if worse is False:  # best, or not significantly worse than the best (NaN: no bar)
                     bar.set_hatch("//")
         ax.set_xticks(np.arange(len(columns)), columns)
         ax.set_ylim(0, 1)
@@ -38,5 +40,6 @@ def balanced_accuracy_bars(summary: pd.DataFrame, significance: pd.DataFrame, la
         ax.set_ylabel("balanced accuracy")
         ax.set_title(task)
     axes[0, 0].legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
-    fig.text(0.01, 0.0, "hatched: not significantly different from the best in its column", fontsize=8)
+    fig.text(0.01, 0.0, "bars: 95% intervals (questions as clusters); hatched: not significantly worse than the best "
+             "in its column (Holm-adjusted)", fontsize=8)
     save(fig, path)

@@ -1,0 +1,405 @@
+"""Coverage of every interval, rank range and significance flag polyrag prints, on simulations
+with a known truth, beside the estimator of the method polyrag took it from (the anchor).
+
+Each cell simulates one setting ``--seeds`` times (seeded), runs the function the workflow calls
+on it, and records how often the 95% interval holds the truth (``coverage``), its mean width, and
+for tests how often they reject under the null (``null_rejection``, family-wise) and under a stated
+effect (``power``). Settings stress each estimator's assumptions:
+
+- MARS scores (``scores.model_scores``): a 50/50 gold set while the system is 50-95% good, a
+  judge with asymmetric errors (FPR/FNR 0.1/0.3 and 0.3/0.1), 50 or 300 gold items per class,
+  the pooled ``all`` row over two language pairs, and 40% of questions unanswered. Anchor: PPI
+  on the same gold set (ARES/MARS), pulled toward 0.5.
+- MEMERAG balanced accuracy (``summary.summarise``): sentences clustered in questions, balanced
+  classes and a tiny class (9 negatives among 400 sentences). Anchor: MEMERAG's per-sentence
+  bootstrap, estimate +- 1.96 SE.
+- MEMERAG significance (``summary.significance``): 4 and 6 evaluators of equal skill (null:
+  any pair flagged), and one better by 0.08 balanced accuracy (power: its pairs flagged). Anchor:
+  each evaluator against the observed best, per-sentence permutations, no correction.
+- Bradley-Terry (``bradley_terry.bradley_terry``): 6 models, 12, 30 and 100 questions; each
+  model's interval of its centred strength, and the joint rank ranges (every model's true rank
+  inside its range at once). Anchor: MIRAGE-BENCH's 200-tournament percentile intervals, ranks
+  from overlapping intervals. Also the leaderboard's mean over 3 languages and the budgeted
+  arena's adaptive pair selection (half of the exhaustive design).
+- Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
+  rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
+
+    .venv/bin/python benchmarks/bench_coverage.py [--quick] [--seeds 1000] [--jobs 2] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from polyrag.arena.bradley_terry import bradley_terry, fit_logits, tournament_counts  # noqa: E402
+from polyrag.arena.games import question_win_matrices  # noqa: E402
+from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
+from polyrag.mars.labels import LABEL_COLUMNS  # noqa: E402
+from polyrag.mars.scores import model_scores  # noqa: E402
+from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
+from polyrag.seeds import rng_for  # noqa: E402
+
+NOMINAL = 0.95
+AR = LABEL_COLUMNS["ar"]
+COLUMNS = ["estimator", "source", "setting", "nominal", "coverage", "mean_width", "null_rejection", "power", "seeds"]
+
+
+# --- MARS ------------------------------------------------------------------------------------
+
+class ColumnJudge:
+    """A simulated judge: its label of an item is the item's ``judge_says`` column."""
+
+    def predict_proba(self, table):
+        return table["judge_says"].to_numpy(dtype=float)
+
+
+def judged(truth: np.ndarray, rng, fpr: float, fnr: float) -> np.ndarray:
+    flip = np.where(truth == 1, rng.random(len(truth)) < fnr, rng.random(len(truth)) < fpr)
+    return np.where(flip, 1 - truth, truth)
+
+
+def gold_set(rng, lang: str, per_class: int, fpr: float, fnr: float) -> pd.DataFrame:
+    """MARS's reference set: ``per_class`` positives and as many negatives, judged."""
+    Y = np.r_[np.ones(per_class), np.zeros(per_class)]
+    return pd.DataFrame({AR: Y, "prediction_ar": judged(Y, rng, fpr, fnr), "doc_lang": lang, "qa_lang": lang})
+
+
+def system_answers(rng, n: int, pi: float, fpr: float, fnr: float, answered_share: float = 1.0) -> pd.DataFrame:
+    truth = (rng.random(n) < pi).astype(float)
+    answered = np.arange(n) < round(answered_share * n)
+    return pd.DataFrame({"Answer": np.where(answered, "an answer", None), "judge_says": judged(truth, rng, fpr, fnr)})
+
+
+def mars_cell(seed: int, estimator: str, strata: list[dict], answers: int = 500) -> dict:
+    """``strata``: per language, the system's share of good answers ``pi``, the judge's ``fpr``
+    and ``fnr``, gold items ``per_class`` and ``answered`` share. Truth: the answered-weighted
+    mean of pi (unanswered questions count 0), pooled over strata when there are several."""
+    rng = rng_for(seed, "bench_coverage", "mars")
+    reference = pd.concat([gold_set(rng, s["lang"], s["per_class"], s["fpr"], s["fnr"]) for s in strata],
+                          ignore_index=True)
+    items = {s["lang"]: system_answers(rng, answers, s["pi"], s["fpr"], s["fnr"], s.get("answered", 1.0))
+             for s in strata}
+    scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"],
+                          {"estimator": estimator, "alpha": 0.05, "power_tuning": False})
+    row = scores[scores["lang"] == "all"].iloc[0]
+    truth = np.mean([s["pi"] * round(s.get("answered", 1.0) * answers) / answers for s in strata])
+    return {"covered": row["ci_low"] <= truth <= row["ci_high"], "width": row["ci_high"] - row["ci_low"]}
+
+
+def mars_cells() -> list[tuple]:
+    cells = []
+    for fpr, fnr in ((0.1, 0.3), (0.3, 0.1)):
+        for per_class in (50, 300):
+            for pi in (0.5, 0.7, 0.9, 0.95):
+                strata = [{"lang": "en", "pi": pi, "fpr": fpr, "fnr": fnr, "per_class": per_class}]
+                cells.append((f"pi {pi}, FPR/FNR {fpr}/{fnr}, gold {per_class}/class, 500 answers", strata))
+    pooled = [{"lang": "en", "pi": 0.9, "fpr": 0.1, "fnr": 0.3, "per_class": 100},
+              {"lang": "de", "pi": 0.7, "fpr": 0.3, "fnr": 0.1, "per_class": 100}]
+    cells.append(("pooled 'all' row: en pi 0.9 (0.1/0.3), de pi 0.7 (0.3/0.1), gold 100/class", pooled))
+    missing = [{"lang": "en", "pi": 0.8, "fpr": 0.1, "fnr": 0.3, "per_class": 100, "answered": 0.6}]
+    cells.append(("40% unanswered, pi 0.8 of the answered, FPR/FNR 0.1/0.3, gold 100/class", missing))
+    return [("mars_score", source, setting, mars_cell, {"estimator": estimator, "strata": strata})
+            for setting, strata in cells
+            for source, estimator in (("polyrag", "rogan_gladen"), ("ARES-style PPI", "ppi"))]
+
+
+# --- MEMERAG ---------------------------------------------------------------------------------
+
+def memerag_predictions(rng, evaluators: dict[str, tuple[float, float]], questions: int, negatives: int | None,
+                        negative_share: float, icc: float) -> pd.DataFrame:
+    """Sentences in ``questions`` questions (1-7 each, one language), each positive or negative;
+    ``negatives`` fixes their count (else each is negative with ``negative_share``). Evaluator e
+    is right on a sentence of class c with a probability drawn per question from a Beta of mean
+    ``evaluators[e][c]`` and intra-question correlation ``icc``: its population recall is that mean."""
+    sizes = rng.integers(1, 8, questions)
+    query = np.repeat(np.arange(questions), sizes)
+    n = len(query)
+    if negatives is None:
+        label = (rng.random(n) >= negative_share).astype(int)
+    else:
+        label = np.ones(n, dtype=int)
+        label[rng.choice(n, negatives, replace=False)] = 0
+    rows = []
+    for name, recalls in evaluators.items():
+        correct = np.zeros(n, dtype=bool)
+        for c, recall in ((1, recalls[0]), (0, recalls[1])):
+            a, b = recall * (1 - icc) / icc, (1 - recall) * (1 - icc) / icc
+            p = rng.beta(a, b, questions)[query]
+            members = label == c
+            correct[members] = rng.random(members.sum()) < p[members]
+        rows.append(pd.DataFrame({"lang": "en", "query_id": query.astype(str), "sentence_id": np.arange(n),
+                                  "task": "faithfulness", "prompt": "-", "label": label,
+                                  "prediction": np.where(correct, label, 1 - label).astype(float),
+                                  "evaluator": name}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def per_sentence_bootstrap_se(correct: np.ndarray, labels: np.ndarray, rng, n: int = 1000) -> float:
+    """MEMERAG's standard error: sentences resampled one by one within each class."""
+    sizes = np.array([(labels == c).sum() for c in (0, 1)])
+    recalls = np.array([correct[labels == c].mean() for c in (0, 1)])
+    return float(np.std((rng.binomial(sizes, recalls, size=(n, 2)) / sizes).mean(axis=1), ddof=1))
+
+
+def balanced_accuracy_cell(seed: int, source: str, questions: int, negatives: int | None, negative_share: float,
+                           recalls: tuple[float, float], icc: float) -> dict:
+    rng = rng_for(seed, "bench_coverage", "memerag")
+    predictions = memerag_predictions(rng, {"e": recalls}, questions, negatives, negative_share, icc)
+    truth = float(np.mean(recalls))
+    if source == "polyrag":
+        row = summarise(predictions).iloc[0]
+        low, high = row["ci_low"], row["ci_high"]
+    else:
+        labels = predictions["label"].to_numpy()
+        correct = predictions["prediction"].to_numpy() == labels
+        score = np.mean([correct[labels == c].mean() for c in (0, 1)])
+        se = per_sentence_bootstrap_se(correct, labels, rng)
+        low, high = score - 1.96 * se, score + 1.96 * se
+    return {"covered": low <= truth <= high, "width": high - low}
+
+
+def against_observed_best(predictions: pd.DataFrame, rng, n: int = 1000) -> list[bool]:
+    """MEMERAG's test: each evaluator against the observed best, sentences swapped one by one,
+    p < 0.05 without correction. One flag per non-best evaluator."""
+    wide = predictions.assign(correct=predictions["prediction"] == predictions["label"]).pivot(
+        index="sentence_id", columns="evaluator", values="correct")
+    labels = predictions.drop_duplicates("sentence_id").set_index("sentence_id")["label"].reindex(wide.index).to_numpy()
+    weights = np.where(labels == 1, 1 / (labels == 1).sum(), 1 / (labels == 0).sum()) / 2
+    scores = (wide.to_numpy(float) * weights[:, None]).sum(axis=0)
+    best = wide.columns[np.argmax(scores)]
+    flags = []
+    for other in wide.columns.drop(best):
+        d = weights * (wide[best].to_numpy(float) - wide[other].to_numpy(float))
+        permuted = np.where(rng.random((n, len(d))) < 0.5, -1.0, 1.0) @ d
+        flags.append((np.sum(np.abs(permuted) >= abs(d.sum()) - 1e-12) + 1) / (n + 1) < 0.05)
+    return flags
+
+
+def significance_cell(seed: int, source: str, evaluators: int, better_by: float, questions: int, icc: float) -> dict:
+    """Evaluators with recalls (0.8, 0.7); the first one ``better_by`` higher in both classes.
+    Null (better_by 0): whether any pair is flagged. Effect: the share of the better one's pairs
+    flagged."""
+    rng = rng_for(seed, "bench_coverage", "significance")
+    skill = {f"e{k}": (0.8 + (better_by if k == 0 else 0), 0.7 + (better_by if k == 0 else 0))
+             for k in range(evaluators)}
+    predictions = memerag_predictions(rng, skill, questions, None, 0.3, icc)
+    if source == "polyrag":
+        tests = significance(predictions, summarise(predictions), 2000, rng)
+        if better_by == 0:
+            return {"rejected": bool(tests["significant"].any())}
+        mine = tests[(tests["evaluator"] == "e0") | (tests["vs_evaluator"] == "e0")]
+        return {"rejected": float((mine["significant"] & (mine["evaluator"] == "e0")).mean())}
+    flags = against_observed_best(predictions, rng)
+    return {"rejected": bool(any(flags)) if better_by == 0 else float(np.mean(flags))}
+
+
+def memerag_cells() -> list[tuple]:
+    cells = []
+    intervals = [("balanced classes (30% negative), 100 questions, ICC 0.3", dict(
+                     questions=100, negatives=None, negative_share=0.3, recalls=(0.85, 0.7), icc=0.3)),
+                 ("tiny class: 9 negatives of ~400 sentences, recall 0.8/0.9, ICC 0.3", dict(
+                     questions=100, negatives=9, negative_share=0.0, recalls=(0.9, 0.8), icc=0.3)),
+                 ("tiny class: 9 negatives, negatives' recall 0.97, ICC 0.1", dict(
+                     questions=100, negatives=9, negative_share=0.0, recalls=(0.9, 0.97), icc=0.1)),
+                 ("few questions: 25 questions, ICC 0.5", dict(
+                     questions=25, negatives=None, negative_share=0.3, recalls=(0.85, 0.7), icc=0.5))]
+    for setting, params in intervals:
+        for source in ("polyrag", "MEMERAG per-sentence bootstrap"):
+            cells.append(("memerag_balanced_accuracy", source, setting, balanced_accuracy_cell,
+                          {"source": source, **params}))
+    for k in (4, 6):
+        for source in ("polyrag", "MEMERAG vs observed best"):
+            cells.append(("memerag_significance", source,
+                          f"{k} evaluators equal (null); one +0.08 (power); 100 questions, ICC 0.3",
+                          significance_pair_cell, {"source": source, "evaluators": k, "questions": 100, "icc": 0.3}))
+    return cells
+
+
+def significance_pair_cell(seed: int, **params) -> dict:
+    """The null and the effect of one setting from the same seed."""
+    return {"null": significance_cell(seed, better_by=0.0, **params)["rejected"],
+            "effect": significance_cell(seed, better_by=0.08, **params)["rejected"]}
+
+
+# --- Bradley-Terry ---------------------------------------------------------------------------
+
+STRENGTHS = np.array([1.2, 0.7, 0.3, 0.0, -0.6, -1.6])  # six models, every gap clear but not huge
+MODELS = [f"m{k}" for k in range(len(STRENGTHS))]
+
+
+def arena_games(rng, questions: int, strengths: np.ndarray = STRENGTHS, question_sd: float = 0.3) -> pd.DataFrame:
+    """Every pair on every question in both orders; each question shifts each model's strength by
+    a N(0, question_sd) draw, so games of one question are correlated (clustered)."""
+    rows = []
+    for q in range(questions):
+        shifted = strengths + rng.normal(0, question_sd, len(strengths))
+        for i in range(len(MODELS)):
+            for j in range(i + 1, len(MODELS)):
+                p = 1 / (1 + np.exp(shifted[j] - shifted[i]))
+                for shown_first in (MODELS[i], MODELS[j]):
+                    rows.append((f"q{q}", MODELS[i], MODELS[j], shown_first,
+                                 "model_a" if rng.random() < p else "model_b"))
+    return pd.DataFrame(rows, columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
+
+
+def true_logits(question_sd: float = 0.3, draws: int = 200_000) -> np.ndarray:
+    """The BT logits of the population of questions: the fit to the expected win matrix over the
+    question effects (Monte Carlo, fixed seed), centred. Question effects shrink the strengths
+    slightly; comparing with the raw strengths would blame the interval for that."""
+    rng = np.random.default_rng(0)
+    shifted = STRENGTHS + rng.normal(0, question_sd, (draws, len(STRENGTHS)))
+    p = (1 / (1 + np.exp(shifted[:, None, :] - shifted[:, :, None]))).mean(axis=0)
+    np.fill_diagonal(p, 0)
+    return fit_logits(p * 1e6, 1e-9)
+
+
+def true_ranks() -> np.ndarray:
+    return pd.Series(-TRUE_LOGITS).rank(method="min").to_numpy()
+
+
+def mirage_bench_intervals(games: pd.DataFrame, rng) -> tuple[np.ndarray, ...]:
+    """The anchor: 200 bootstrap tournaments, 2.5/97.5 percentiles, a model surely ahead of
+    another when their intervals do not overlap."""
+    questions, wins = question_win_matrices(games, MODELS)
+    logit = fit_logits(wins.sum(axis=0), 0.01)
+    samples = np.array([fit_logits(np.tensordot(drawn, wins, axes=1), 0.01)
+                        for drawn in tournament_counts(len(questions), 200, rng)])
+    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+    surely_ahead = low[:, None] > high[None, :]
+    return logit, low, high, 1 + surely_ahead.sum(axis=0), len(logit) - surely_ahead.sum(axis=1)
+
+
+def bt_cell(seed: int, source: str, questions: int, tournaments: int = 1000) -> dict:
+    rng = rng_for(seed, "bench_coverage", "bt")
+    games = arena_games(rng, questions)
+    truth, ranks = TRUE_LOGITS, true_ranks()
+    if source == "polyrag":
+        table = bradley_terry(games, MODELS, 0.01, tournaments, rng)[0].set_index("model").loc[MODELS]
+        low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
+        best, worst = table["rank_best"].to_numpy(), table["rank_worst"].to_numpy()
+    else:
+        _, low, high, best, worst = mirage_bench_intervals(games, rng)
+    return {"covered": float(np.mean((low <= truth) & (truth <= high))), "width": float(np.mean(high - low)),
+            "ranks_covered": bool(np.all((best <= ranks) & (ranks <= worst)))}
+
+
+def leaderboard_cell(seed: int, languages: int, questions: int) -> dict:
+    """The leaderboard's score (mean logit over languages) of judged models, languages drawn
+    independently with the same strengths."""
+    rng = rng_for(seed, "bench_coverage", "leaderboard")
+    per_language = {}
+    for k in range(languages):
+        table, bootstrap, _ = bradley_terry(arena_games(rng, questions), MODELS, 0.01, 1000, rng)
+        surrogate = table[["model", "logit"]].rename(columns={"logit": "predicted_logit"})
+        surrogate_samples = bootstrap.rename(columns={"logit": "predicted_logit"})
+        per_language[f"l{k}"] = language_table(f"l{k}", table, bootstrap, surrogate, surrogate_samples)
+    table = leaderboard(per_language)[0].set_index("model").loc[MODELS]
+    truth, ranks = TRUE_LOGITS, true_ranks()
+    return {"covered": float(np.mean((table["ci_low"] <= truth) & (truth <= table["ci_high"]))),
+            "width": float(np.mean(table["ci_high"] - table["ci_low"])),
+            "ranks_covered": bool(np.all((table["rank_best"] <= ranks) & (ranks <= table["rank_worst"])))}
+
+
+def adaptive_cell(seed: int, design: str, share: float, questions: int) -> dict:
+    """The budgeted arena: a design chooses (question, pair) units from earlier verdicts up to
+    ``share`` of the exhaustive design (``bench_adaptive.design_games``); the leaderboard's
+    intervals are then fitted on what was judged."""
+    from bench_adaptive import DESIGNS, design_games
+
+    rng = rng_for(seed, "bench_coverage", "adaptive")
+    exhaustive = arena_games(rng, questions)
+    chosen = design_games(exhaustive, MODELS, sorted(exhaustive["query_id"].unique()), (share,), DESIGNS[design],
+                          seed, "bench")[share]
+    table = bradley_terry(chosen, MODELS, 0.01, 1000, rng)[0].set_index("model").loc[MODELS]
+    truth, ranks = TRUE_LOGITS, true_ranks()
+    return {"covered": float(np.mean((table["ci_low"] <= truth) & (truth <= table["ci_high"]))),
+            "width": float(np.mean(table["ci_high"] - table["ci_low"])),
+            "ranks_covered": bool(np.all((table["rank_best"] <= ranks) & (ranks <= table["rank_worst"])))}
+
+
+def bt_cells() -> list[tuple]:
+    cells = []
+    for questions in (12, 30, 100):
+        for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
+            cells.append(("bradley_terry", source, f"6 models, {questions} questions, question effect sd 0.3", bt_cell,
+                          {"source": source, "questions": questions}))
+    cells.append(("leaderboard", "polyrag", "mean over 3 languages, 12 questions each", leaderboard_cell,
+                  {"languages": 3, "questions": 12}))
+    for design in ("ranking", "random"):
+        cells.append(("bradley_terry (budgeted arena)", "polyrag", f"{design} selection, 50% of 30 questions",
+                      adaptive_cell, {"design": design, "share": 0.5, "questions": 30}))
+    return cells
+
+
+TRUE_LOGITS = true_logits()
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def run_cell(task: tuple) -> list[dict]:
+    estimator, source, setting, function, params, seeds = task
+    results = pd.DataFrame([function(seed, **params) for seed in range(seeds)])
+    base = {"estimator": estimator, "source": source, "setting": setting, "nominal": NOMINAL, "seeds": seeds}
+    if "null" in results:  # a test: family-wise rejection under the null, power under the effect
+        return [base | {"null_rejection": results["null"].mean(), "power": results["effect"].mean()}]
+    rows = [base | {"coverage": results["covered"].mean(), "mean_width": results["width"].mean()}]
+    if "ranks_covered" in results:
+        rows.append(base | {"estimator": f"{estimator} rank range (joint)", "coverage": results["ranks_covered"].mean()})
+    return rows
+
+
+def judge_statistics_rows(seeds: int) -> list[dict]:
+    """The judge diagnostics' cells, from ``bench_judge_statistics`` (its own simulators)."""
+    from bench_judge_statistics import kappa, position, preference, style
+
+    rows = [*position(seeds, 100), kappa(seeds, 40, 1000), preference(seeds, 100, 1000), *style(seeds, 100, 1000)]
+    return [{"estimator": row["statistic"], "source": "polyrag", "nominal": row["nominal"], "coverage": row["coverage"],
+             "setting": f"{row['questions']} questions (bench_judge_statistics)", "seeds": row["intervals"]}
+            for row in rows]
+
+
+def within_band(coverage: float, seeds: int) -> bool:
+    """Whether a measured coverage is consistent with 0.95 at the 99.9% level (binomial)."""
+    return binomtest(int(round(coverage * seeds)), seeds, NOMINAL).pvalue > 0.001
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true", help="200 seeds per cell, polyrag's cells first")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", default="", help="run only cells whose estimator contains this")
+    parser.add_argument("--judge-statistics", action="store_true", help="add the judge diagnostics' cells")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    seeds = 200 if args.quick else args.seeds
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() if args.only in cell[0]]
+    tasks = [(*cell, seeds) for cell in cells]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = [row for result in pool.map(run_cell, tasks) for row in result]
+    if args.judge_statistics:
+        rows += judge_statistics_rows(seeds)
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    if args.out:
+        table.to_csv(args.out, index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 80,
+                           "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    print(f"\n{len(cells)} cells x {seeds} seeds in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
