@@ -21,8 +21,8 @@ from polyrag.llm.types import Response
 from polyrag.meta_eval.evaluators import best_threshold, leave_one_language_out, similarity_scores
 from polyrag.meta_eval.llm_judge import judge_messages, llm_predictions, parse_label
 from polyrag.meta_eval.memerag import ONE_LABEL_HINT, memerag_file, read_memerag, task_rows
-from polyrag.meta_eval.statistics import (balanced_accuracy, bootstrap_se, group_ids, paired_permutation_test,
-                                          recall_interval)
+from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, clustered_se, group_ids,
+                                          paired_permutation_test, question_ids, recall_interval)
 from polyrag.meta_eval.summary import significance, summarise
 
 PUBLISHED_SENTENCES = {"en": 400, "de": 468, "es": 563, "fr": 540, "hi": 351}
@@ -131,7 +131,9 @@ def test_permutation_test_agrees_with_scipy():
     predictions_b = np.where(rng.random(len(labels)) < 0.7, labels, 1 - labels)
     groups = group_ids(labels, langs)
     correct_a, correct_b = predictions_a == labels, predictions_b == labels
-    difference, p_ours = paired_permutation_test(correct_a, correct_b, groups, 20000, np.random.default_rng(2))
+    singletons = np.arange(len(labels))  # every sentence its own question: scipy's paired samples
+    difference, p_ours = paired_permutation_test(correct_a, correct_b, groups, singletons, 20000,
+                                                 np.random.default_rng(2))
 
     def statistic(a, b, axis=-1):
         return balanced_accuracy(a, groups) - balanced_accuracy(b, groups)
@@ -144,36 +146,88 @@ def test_permutation_test_agrees_with_scipy():
     assert p_ours == pytest.approx(reference.pvalue, abs=0.015)
 
 
-def stratified_se(correct, labels, langs):
-    """The standard deviation of balanced accuracy when each (language, class) group's recall
-    varies binomially around its observed value: what a stratified bootstrap converges to."""
-    groups = pd.DataFrame({"correct": correct, "group": list(zip(langs, labels))}).groupby("group")["correct"]
-    recall, size = groups.mean(), groups.size()
-    return np.sqrt((recall * (1 - recall) / size).sum()) / len(size)
+def test_clustered_permutation_test_swaps_whole_questions_as_scipy_does_with_question_totals():
+    """Swapping a question's sentences together is a paired permutation test of the questions'
+    weighted totals: scipy on those totals gives the same p-value."""
+    rng = np.random.default_rng(1)
+    labels, predictions_a, langs = random_predictions(rng, (60, 60), (0.8, 0.75))
+    predictions_b = np.where(rng.random(len(labels)) < 0.65, labels, 1 - labels)
+    questions = question_ids(langs, np.arange(len(labels)) // 4)  # four sentences a question
+    groups = group_ids(labels, langs)
+    correct_a, correct_b = predictions_a == labels, predictions_b == labels
+    difference, p_ours = paired_permutation_test(correct_a, correct_b, groups, questions, 20000,
+                                                 np.random.default_rng(2))
+    weight = 1 / (groups.max() + 1) / np.bincount(groups)[groups]
+    totals_a, totals_b = (np.bincount(questions, weights=weight * c) for c in (correct_a, correct_b))
+    reference = permutation_test((totals_a, totals_b), lambda a, b, axis=-1: a.sum(axis) - b.sum(axis),
+                                 permutation_type="samples", n_resamples=20000, vectorized=True,
+                                 alternative="two-sided", rng=np.random.default_rng(3))
+    assert difference == pytest.approx(reference.statistic)
+    assert 0.01 < reference.pvalue < 0.9 and p_ours == pytest.approx(reference.pvalue, abs=0.015)
 
 
-def test_bootstrap_standard_error_is_the_stratified_binomial_one():
+def clustered_sentences(rng, questions, icc, recalls=(0.85, 0.7), negative_share=0.3):
+    """Sentences in questions of 1-7; an evaluator right with a per-question probability drawn
+    from a Beta of mean ``recalls[class]`` and intra-question correlation ``icc``."""
+    query = np.repeat(np.arange(questions), rng.integers(1, 8, questions))
+    labels = (rng.random(len(query)) >= negative_share).astype(int)
+    correct = np.zeros(len(query), dtype=bool)
+    for c, recall in ((1, recalls[0]), (0, recalls[1])):
+        p = rng.beta(recall * (1 - icc) / icc, (1 - recall) * (1 - icc) / icc, questions)[query]
+        correct[labels == c] = rng.random((labels == c).sum()) < p[labels == c]
+    return labels, correct, query
+
+
+def test_clustered_standard_error_matches_the_spread_over_simulated_benchmarks():
+    """The SE of balanced accuracy over many simulated benchmarks of 150 questions with strongly
+    clustered sentences, against the mean clustered SE of one benchmark; a per-sentence
+    (binomial) SE, what a bootstrap of sentences gives, is far too small here."""
+    scores, clustered, binomial = [], [], []
+    for seed in range(400):
+        labels, correct, query = clustered_sentences(np.random.default_rng(seed), 150, icc=0.4)
+        groups, langs = group_ids(labels, np.zeros(len(labels))), np.zeros(len(labels))
+        scores.append(balanced_accuracy(correct, groups))
+        clustered.append(clustered_se(correct, groups, query, langs))
+        recall = np.array([correct[labels == c].mean() for c in (0, 1)])
+        binomial.append(np.sqrt(np.sum(recall * (1 - recall) / np.bincount(labels))) / 2)
+    spread = np.std(scores, ddof=1)  # SE of this spread: about 3.5%
+    assert np.mean(clustered) == pytest.approx(spread, rel=0.1)
+    assert np.mean(binomial) < 0.8 * spread
+
+
+def test_clustered_standard_error_of_singletons_is_the_stratified_binomial_one():
     rng = np.random.default_rng(4)
     labels = np.repeat([0, 1], [400, 600])
     correct = np.concatenate([rng.random(400) < 0.6, rng.random(600) < 0.9])
     groups = group_ids(labels, np.array(["x"] * 1000))
     recall = [correct[labels == c].mean() for c in (0, 1)]
     expected = 0.5 * np.sqrt(recall[0] * (1 - recall[0]) / 400 + recall[1] * (1 - recall[1]) / 600)
-    se = bootstrap_se(correct, groups, 4000, np.random.default_rng(5))
-    assert se == pytest.approx(expected, rel=0.04)
+    se = clustered_se(correct, groups, np.arange(1000), np.zeros(1000))
+    assert se == pytest.approx(expected * np.sqrt(1000 / 999))  # the cluster estimator's Q/(Q-1)
 
 
-def test_bootstrap_keeps_resamples_of_a_rare_class_and_matches_the_analytic_se():
-    """Two of five negatives right in one language, a handful of negatives in another: an
-    unstratified bootstrap loses the class in some resamples (and dropped them, biasing the SE);
-    resampling within class gives the analytic SE."""
-    labels = np.concatenate([np.repeat([0, 1], [5, 200]), np.repeat([0, 1], [3, 120])])
-    langs = np.repeat(["hi", "fr"], [205, 123])
-    correct = np.concatenate([[1, 1, 0, 0, 0], np.arange(200) < 170, [1, 0, 0], np.arange(120) < 100]).astype(bool)
-    se = bootstrap_se(correct, group_ids(labels, langs), 8000, np.random.default_rng(6))
-    assert se == pytest.approx(stratified_se(correct, labels, langs), rel=0.03)
-    # Same seed, same answer.
-    assert se == bootstrap_se(correct, group_ids(labels, langs), 8000, np.random.default_rng(6))
+def test_a_tiny_class_keeps_a_wide_interval_that_covers():
+    """9 negatives among ~400 sentences: a resample of sentences keeps the negatives' recall
+    nearly fixed and its interval covered 52-85%; the MOVER-Wilson interval covers >= 0.93."""
+    covered = 0
+    runs = 400
+    for seed in range(runs):
+        rng = np.random.default_rng(100 + seed)
+        query = np.repeat(np.arange(100), rng.integers(1, 8, 100))
+        labels = np.ones(len(query), dtype=int)
+        labels[rng.choice(len(query), 9, replace=False)] = 0
+        correct = np.where(labels == 1, rng.random(len(query)) < 0.9, rng.random(len(query)) < 0.8)
+        low, high = balanced_accuracy_interval(correct, group_ids(labels, np.zeros(len(query))), query,
+                                               np.zeros(len(query)))
+        covered += low <= 0.85 <= high
+    assert covered / runs >= 0.93 - 3 * np.sqrt(0.95 * 0.05 / runs)  # a binomial band under the target
+    # Ten of ten negatives recalled does not make the balanced accuracy certain.
+    labels = np.r_[np.zeros(10, int), np.ones(390, int)]
+    correct = np.r_[np.ones(10, bool), np.arange(390) < 351]
+    low, high = balanced_accuracy_interval(correct, group_ids(labels, np.zeros(400)), np.arange(400), np.zeros(400))
+    # Balanced accuracy 0.95: the negatives' recall could be as low as 0.72 (Wilson), so the
+    # score as low as 0.81; a bootstrap of sentences says 0.95 +- 0.015 (10 of 10 resamples to 10 of 10).
+    assert low < 0.82 and high - low > 0.12
 
 
 def test_recall_interval_is_clopper_pearson():
@@ -224,7 +278,7 @@ def test_summary_reports_missing_predictions_both_ways_and_tests_against_the_bes
     weak[:20] = np.nan  # twenty labels never came
     predictions = pd.concat([base.assign(evaluator="good", prompt="-", prediction=good),
                              base.assign(evaluator="weak", prompt="zero_shot", prediction=weak)], ignore_index=True)
-    summary = summarise(predictions, 200, np.random.default_rng(9))
+    summary = summarise(predictions)
     weak_l0 = summary.query("evaluator == 'weak' and lang == 'l0'").iloc[0]
     assert weak_l0["n_missing"] == 20 and weak_l0["n"] == 100
     part = predictions.query("evaluator == 'weak' and lang == 'l0'")
@@ -234,8 +288,8 @@ def test_summary_reports_missing_predictions_both_ways_and_tests_against_the_bes
     assert weak_l0["balanced_accuracy_excluding_missing"] == pytest.approx(
         balanced_accuracy_score(kept["label"], kept["prediction"]))
     tests = significance(predictions, summary, 500, np.random.default_rng(10))
-    row = tests.query("evaluator == 'weak' and lang == 'all'").iloc[0]
-    assert row["best_evaluator"] == "good" and row["significantly_worse"] and row["p_value"] < 0.01
+    row = tests.query("vs_evaluator == 'weak' and lang == 'all'").iloc[0]
+    assert row["evaluator"] == "good" and row["significant"] and row["p_holm"] < 0.01
 
 
 def memerag_like(rng, languages=("de", "en"), questions=30, sentences=3, positive=0.75):
@@ -265,13 +319,14 @@ def test_significance_compares_the_summary_balanced_accuracies_on_every_labelled
     base = memerag_like(rng)
     predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 0.7), with_recalls(base, rng, "b", 0.9, 0.4, missing=9),
                              with_recalls(base, rng, "c", 0.6, 0.6)], ignore_index=True)
-    summary = summarise(predictions, 200, np.random.default_rng(12))
+    summary = summarise(predictions)
     tests = significance(predictions, summary, 200, np.random.default_rng(13))
     accuracy = summary.set_index(["lang", "evaluator"])["balanced_accuracy"]
-    assert len(tests) == 3 * 3
+    assert len(tests) == 3 * 3  # every pair of three evaluators, in three columns
     for row in tests.itertuples():
-        assert row.difference == pytest.approx(accuracy[row.lang, row.best_evaluator] - accuracy[row.lang, row.evaluator],
+        assert row.difference == pytest.approx(accuracy[row.lang, row.evaluator] - accuracy[row.lang, row.vs_evaluator],
                                                abs=1e-12)
+        assert row.difference >= 0  # the better one first
         labelled = base if row.lang == "all" else base[base["lang"] == row.lang]
         assert row.n == len(labelled)  # 90 per language, 180 in all: no padded twins
     assert (tests["n"] == tests["lang"].map({"de": 90, "en": 90, "all": 180})).all()
@@ -288,11 +343,11 @@ def test_significance_keeps_the_sign_of_a_true_difference_with_75_percent_positi
                             ignore_index=True)
     plain = predictions.assign(right=predictions["prediction"] == predictions["label"]).groupby("evaluator")["right"]
     assert plain.mean()["b"] > plain.mean()["a"]
-    summary = summarise(predictions, 200, np.random.default_rng(15))
+    summary = summarise(predictions)
     tests = significance(predictions, summary, 1000, np.random.default_rng(16))
-    row = tests.query("evaluator == 'b' and lang == 'all'").iloc[0]
-    assert row["best_evaluator"] == "a" and row["n"] == 1200
-    assert row["difference"] == pytest.approx(0.22) and row["p_value"] < 0.01 and row["significantly_worse"]
+    row = tests.query("vs_evaluator == 'b' and lang == 'all'").iloc[0]
+    assert row["evaluator"] == "a" and row["n"] == 1200
+    assert row["difference"] == pytest.approx(0.22) and row["p_value"] < 0.01 and row["significant"]
 
 
 def test_significance_refuses_evaluators_that_scored_different_sentences():
@@ -300,7 +355,7 @@ def test_significance_refuses_evaluators_that_scored_different_sentences():
     rng = np.random.default_rng(18)
     predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 0.7), with_recalls(base.iloc[1:], rng, "b", 0.8, 0.7)],
                             ignore_index=True)
-    summary = summarise(predictions, 100, np.random.default_rng(19))
+    summary = summarise(predictions)
     with pytest.raises(DataError, match=r"faithfulness all: evaluators scored different sentences"):
         significance(predictions, summary, 100, np.random.default_rng(20))
 
@@ -316,7 +371,7 @@ def test_a_language_with_one_class_is_flagged_and_left_out_of_all(caplog):
     predictions = pd.concat([with_recalls(base, rng, "a", 0.8, 1.0), with_recalls(base, rng, "b", 0.7, 0.5)],
                             ignore_index=True)
     with caplog.at_level("WARNING", logger="polyrag"):
-        summary = summarise(predictions, 200, np.random.default_rng(22)).set_index(["evaluator", "lang"])
+        summary = summarise(predictions).set_index(["evaluator", "lang"])
     assert "faithfulness hi: every label is positive (60 sentences)" in caplog.text
     assert sum("every label is" in record.message for record in caplog.records) == 1  # once, not per evaluator
     hi = summary.loc[("a", "hi")]
@@ -473,11 +528,12 @@ def test_judge_credibility_lists_the_workflow_judges_only():
 
     summary = pd.DataFrame([
         {"evaluator": "gpt-4o-judge", "prompt": "cot", "task": "faithfulness", "lang": "de", "balanced_accuracy": 0.7,
-         "se": 0.02, "n": 458, "n_missing": 1},
+         "se": 0.02, "ci_low": 0.66, "ci_high": 0.74, "n": 458, "n_missing": 1},
         {"evaluator": "gpt-4o-judge", "prompt": "cot", "task": "relevance", "lang": "de", "balanced_accuracy": 0.8,
-         "se": 0.02, "n": 468, "n_missing": 0},
+         "se": 0.02, "ci_low": 0.76, "ci_high": 0.84, "n": 468, "n_missing": 0},
         {"evaluator": "e5-similarity", "prompt": "-", "task": "faithfulness", "lang": "de", "balanced_accuracy": 0.6,
-         "se": 0.02, "n": 458, "n_missing": 0}])
+         "se": 0.02, "ci_low": 0.56, "ci_high": 0.64, "n": 458, "n_missing": 0}])
     table = judge_credibility(summary, {"gpt-4o-judge": ["pairwise", "llm_features"]})
     assert table.to_dict("records") == [{"judge": "gpt-4o-judge", "roles": "pairwise, llm_features", "prompt": "cot",
-                                         "lang": "de", "balanced_accuracy": 0.7, "se": 0.02, "n": 458, "n_missing": 1}]
+                                         "lang": "de", "balanced_accuracy": 0.7, "se": 0.02, "ci_low": 0.66,
+                                         "ci_high": 0.74, "n": 458, "n_missing": 1}]
