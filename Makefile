@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.polyrag-installed
 CORES ?= 2
 
-.PHONY: demo test test-fast lint dry-run bench bench-features bench-arena bench-mars install clean
+.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ dry-run: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generation.py
+
+# Coverage of every interval and test polyrag prints, on simulations with a known truth
+# (docs/intervals.md); `make bench-coverage COVERAGE_ARGS=--quick` for 200 seeds a cell.
+COVERAGE_ARGS ?= --seeds 1000 --judge-statistics
+bench-coverage: $(STAMP)
+	$(BIN)/python benchmarks/bench_coverage.py $(COVERAGE_ARGS) --out results/coverage.csv
 
 # The reference package mirage-bench 0.0.4 declares vllm, FlagEmbedding and five API clients as
 # dependencies; its compared modules need only these, so it gets its own small environment.

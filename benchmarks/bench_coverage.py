@@ -281,18 +281,21 @@ def mirage_bench_intervals(games: pd.DataFrame, rng) -> tuple[np.ndarray, ...]:
     return logit, low, high, 1 + surely_ahead.sum(axis=0), len(logit) - surely_ahead.sum(axis=1)
 
 
-def bt_cell(seed: int, source: str, questions: int, tournaments: int = 1000) -> dict:
+def bt_cell(seed: int, source: str, questions: int, tournaments: int = 1000, tied: bool = False) -> dict:
+    """``tied``: every model equally strong, so any ordering the rank ranges claim is false (the
+    ranges must then span every rank: best 1, worst 6)."""
     rng = rng_for(seed, "bench_coverage", "bt")
-    games = arena_games(rng, questions)
-    truth, ranks = TRUE_LOGITS, true_ranks()
+    games = arena_games(rng, questions, np.zeros(len(MODELS)) if tied else STRENGTHS)
+    truth, ranks = (np.zeros(len(MODELS)), None) if tied else (TRUE_LOGITS, true_ranks())
     if source == "polyrag":
         table = bradley_terry(games, MODELS, 0.01, tournaments, rng)[0].set_index("model").loc[MODELS]
         low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
         best, worst = table["rank_best"].to_numpy(), table["rank_worst"].to_numpy()
     else:
         _, low, high, best, worst = mirage_bench_intervals(games, rng)
+    ranks_covered = np.all((best == 1) & (worst == len(MODELS))) if tied else np.all((best <= ranks) & (ranks <= worst))
     return {"covered": float(np.mean((low <= truth) & (truth <= high))), "width": float(np.mean(high - low)),
-            "ranks_covered": bool(np.all((best <= ranks) & (ranks <= worst)))}
+            "ranks_covered": bool(ranks_covered)}
 
 
 def leaderboard_cell(seed: int, languages: int, questions: int) -> dict:
@@ -335,6 +338,9 @@ def bt_cells() -> list[tuple]:
         for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
             cells.append(("bradley_terry", source, f"6 models, {questions} questions, question effect sd 0.3", bt_cell,
                           {"source": source, "questions": questions}))
+    for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
+        cells.append(("bradley_terry", source, "6 models of equal strength (no true order), 12 questions", bt_cell,
+                      {"source": source, "questions": 12, "tied": True}))
     cells.append(("leaderboard", "polyrag", "mean over 3 languages, 12 questions each", leaderboard_cell,
                   {"languages": 3, "questions": 12}))
     for design in ("ranking", "random"):
@@ -353,7 +359,7 @@ def run_cell(task: tuple) -> list[dict]:
     results = pd.DataFrame([function(seed, **params) for seed in range(seeds)])
     base = {"estimator": estimator, "source": source, "setting": setting, "nominal": NOMINAL, "seeds": seeds}
     if "null" in results:  # a test: family-wise rejection under the null, power under the effect
-        return [base | {"null_rejection": results["null"].mean(), "power": results["effect"].mean()}]
+        return [base | {"nominal": 0.05, "null_rejection": results["null"].mean(), "power": results["effect"].mean()}]
     rows = [base | {"coverage": results["covered"].mean(), "mean_width": results["width"].mean()}]
     if "ranks_covered" in results:
         rows.append(base | {"estimator": f"{estimator} rank range (joint)", "coverage": results["ranks_covered"].mean()})
@@ -394,6 +400,7 @@ def main() -> None:
         rows += judge_statistics_rows(seeds)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 80,
                            "display.float_format", "{:.3f}".format):

@@ -1,0 +1,66 @@
+"""A small run of benchmarks/bench_coverage.py: polyrag's intervals and tests on simulations with
+a known truth, each checked against a binomial band around the nominal level (the full table,
+1,000 seeds per cell, is in docs/intervals.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from scipy.stats import binom
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_coverage  # noqa: E402
+
+SEEDS = 200
+
+
+def cell(estimator: str, source: str, setting_start: str) -> tuple:
+    cells = bench_coverage.mars_cells() + bench_coverage.memerag_cells() + bench_coverage.bt_cells()
+    matches = [c for c in cells if c[0] == estimator and c[1] == source and c[2].startswith(setting_start)]
+    assert len(matches) == 1, [c[2] for c in cells if c[0] == estimator]
+    return matches[0]
+
+
+def run(estimator: str, source: str, setting_start: str) -> list[dict]:
+    return bench_coverage.run_cell((*cell(estimator, source, setting_start), SEEDS))
+
+
+def assert_covers(coverage: float) -> None:
+    """Within the binomial 99.9% band of 200 draws at 0.95 (about 0.90-0.99)."""
+    low, high = binom.interval(0.999, SEEDS, 0.95)
+    assert low / SEEDS <= coverage <= high / SEEDS, coverage
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", ["pi 0.9, FPR/FNR 0.1/0.3, gold 50", "pi 0.95, FPR/FNR 0.3/0.1, gold 300",
+                                     "pooled", "40% unanswered"])
+def test_mars_scores_cover_whatever_the_gold_sets_class_balance(setting):
+    assert_covers(run("mars_score", "polyrag", setting)[0]["coverage"])
+    assert run("mars_score", "ARES-style PPI", setting)[0]["coverage"] < 0.5  # pulled toward 0.5
+
+
+@pytest.mark.slow
+def test_memerag_interval_covers_with_a_tiny_class_and_the_sentence_bootstrap_does_not():
+    assert_covers(run("memerag_balanced_accuracy", "polyrag", "tiny class: 9 negatives, negatives' recall 0.97")[0]["coverage"])
+    assert run("memerag_balanced_accuracy", "MEMERAG per-sentence bootstrap",
+               "tiny class: 9 negatives, negatives' recall 0.97")[0]["coverage"] < 0.8
+
+
+@pytest.mark.slow
+def test_memerag_significance_controls_the_family_wise_rate():
+    row = run("memerag_significance", "polyrag", "4 evaluators")[0]
+    # At most 0.05 under the null: 200 draws at 0.05 reach 19 at most with probability 0.999.
+    assert row["null_rejection"] <= binom.ppf(0.999, SEEDS, 0.05) / SEEDS and row["power"] > 0.1
+    assert run("memerag_significance", "MEMERAG vs observed best", "4 evaluators")[0]["null_rejection"] > 0.15
+
+
+@pytest.mark.slow
+def test_bradley_terry_intervals_cover_at_twelve_questions_and_rank_ranges_claim_no_false_order():
+    interval, ranks = run("bradley_terry", "polyrag", "6 models, 12 questions")
+    assert_covers(interval["coverage"])
+    assert ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS
+    _, tied_ranks = run("bradley_terry", "polyrag", "6 models of equal strength")
+    assert tied_ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS  # no order claimed among equals
