@@ -182,18 +182,16 @@ def test_bootstrap_resamples_questions_with_all_their_games_and_is_seeded():
 
 def test_rank_ranges_come_from_simultaneous_intervals_of_the_differences():
     """Bootstrap samples with known spreads: a pair is ordered when its difference exceeds the
-    max-T critical value times its SD (computed here by hand), and the ranks follow."""
+    Bonferroni t critical value times its SD (computed here by hand), and the ranks follow."""
     rng = np.random.default_rng(3)
     point = np.array([2.0, 1.0, 0.9, -3.0])
     samples = point + rng.normal(0, 0.2, (4000, 4))
     low, high, best, worst = intervals_and_ranks(point, samples, 100)
-    first, second = np.triu_indices(4, k=1)
-    differences = samples[:, first] - samples[:, second]
-    sd = differences.std(axis=0, ddof=1)
-    critical = np.quantile(np.max(np.abs(differences - (point[first] - point[second])) / sd, axis=1), 0.95)
+    critical = student_t.ppf(1 - 0.025 / 6, 99) * np.sqrt(100 / 99)  # 6 pairs
+    sd = (samples[:, 0] - samples[:, 1]).std(ddof=1)
+    assert point[0] - point[1] > critical * sd  # 1.0 apart: ordered
+    assert best.tolist() == [1, 2, 2, 4] and worst.tolist() == [1, 3, 3, 4]  # 1.0 vs 0.9: not ordered
     factor = np.sqrt(100 / 99) * student_t.ppf(0.975, 99) / norm.ppf(0.975)
-    assert norm.ppf(0.975) < critical < norm.ppf(1 - 0.025 / 6)  # 6 pairs: above one test's, below Bonferroni's
-    assert best.tolist() == [1, 2, 2, 4] and worst.tolist() == [1, 3, 3, 4]  # 1.0 vs 0.9: 0.1 < 2.6 x 0.28
     assert high - low == pytest.approx(2 * factor * norm.ppf(0.975) * samples.std(axis=0, ddof=1))
 
 

@@ -31,7 +31,7 @@ Rounds:
   of a pair is the next ``block`` questions of its order that it has not played. Orders do not
   depend on the other models, so a pair's questions stay the same when a model is added.
 - **Stopping** (``next_round``): the budget is spent, every unit is judged, or the ranking is
-  settled: every model's best and worst rank allowed by the bootstrap intervals (``rank_ranges``)
+  settled: every model's best and worst rank allowed by the bootstrap intervals (``intervals_and_ranks``)
   are equal, which holds exactly when every adjacent pair's 95% intervals are separated, or the
   bootstrap tournaments order fewer than ``tolerance`` (0.5) pairs unlike the point fit on
   average (``expected_discordant``); either only once every pair adjacent in the current order
