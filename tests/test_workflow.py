@@ -421,7 +421,7 @@ def test_mars_stage(run, repo, embedded_data):
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"],
                 meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
-                           "scorers": ["e5-similarity", "mars"], "bootstrap": 200, "permutations": 200})
+                           "scorers": ["e5-similarity", "mars"], "permutations": 200})
     result = snakemake(repo, workdir, "--cores", "2", "results/meta_eval/summary.csv")
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
     assert result.returncode == 0, result.stderr[-3000:]
@@ -436,14 +436,15 @@ def test_meta_evaluation_on_real_memerag(repo, tmp_path, embedded_data):
         "cache_dir": str(tmp_path / "cache"),
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo")},
         "models": {"mock-0": {"backend": "mock", "error_rate": 0.0}},
-        "meta_eval": {"dir": str(embedded_data / "memerag"), "max_questions": 3, "bootstrap": 200, "permutations": 200},
+        "meta_eval": {"dir": str(embedded_data / "memerag"), "max_questions": 3, "permutations": 200},
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(repo, tmp_path, "--cores", "2", "results/meta_eval/summary.csv")
     assert result.returncode == 0, result.stderr[-3000:]
     meta = tmp_path / "results" / "meta_eval"
     summary = pd.read_csv(meta / "summary.csv")
-    assert list(summary.columns[:7]) == ["evaluator", "prompt", "task", "lang", "balanced_accuracy", "se", "n"]
+    assert list(summary.columns[:9]) == ["evaluator", "prompt", "task", "lang", "balanced_accuracy", "se", "ci_low",
+                                        "ci_high", "n"]
     assert set(summary["lang"]) == {"en", "de", "es", "fr", "hi", "all"}
     assert set(summary["task"]) == {"faithfulness", "relevance"}
     per_language = {}
@@ -468,7 +469,9 @@ def test_meta_evaluation_on_real_memerag(repo, tmp_path, embedded_data):
     assert len(pd.read_csv(meta / "e5-similarity" / "thresholds.csv")) == 2 * 5
     tests = pd.read_csv(meta / "significance.csv").merge(summary, on=["task", "lang", "evaluator", "prompt"],
                                                          suffixes=("", "_summary"))
-    assert len(tests) == summary["balanced_accuracy"].notna().sum() and (tests["n"] == tests["n_summary"]).all()
+    systems = summary.dropna(subset=["balanced_accuracy"]).groupby(["task", "lang"]).size()
+    assert len(tests) == (systems * (systems - 1) // 2).sum()  # every pair of evaluators in a column
+    assert (tests["n"] == tests["n_summary"]).all()
     assert (meta / "fine_grained.csv").exists()
     assert (tmp_path / "results" / "plots" / "meta_eval.png").stat().st_size > 10_000
 

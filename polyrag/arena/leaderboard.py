@@ -13,7 +13,7 @@ models are ranked by that logit. Overall:
   only, not the surrogate's own error (see ``surrogate_metrics.json`` for that);
 - ``rank`` orders models by ``score``, the quantity the interval belongs to;
   ``rank_best``..``rank_worst`` hold jointly for all models at 95% (simultaneous intervals of the
-  differences, bootstrap max-T);
+  differences, Bonferroni over the pairs);
 - ``mean_rank`` (the mean of the per-language ranks, MIRAGE-BENCH's summary) is reported beside
   it but does not order the table: it can disagree with the mean logit when a model wins some
   languages narrowly and loses others by far;

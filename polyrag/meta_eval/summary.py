@@ -158,7 +158,8 @@ def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutation
             for row, p_holm in zip(family, adjusted):
                 row |= {"p_holm": float(p_holm), "significant": bool(p_holm < alpha)}
         rows += family
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["task", "lang", "evaluator", "prompt", "vs_evaluator", "vs_prompt", "difference",
+                                       "n", "n_questions", "p_value", "p_holm", "significant"])
 
 
 def worse_than_best(summary: pd.DataFrame, significance: pd.DataFrame) -> pd.Series:
@@ -166,7 +167,7 @@ def worse_than_best(summary: pd.DataFrame, significance: pd.DataFrame) -> pd.Ser
     False for the best itself."""
     best = summary.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True]) \
         .groupby(["task", "lang"]).head(1)[["task", "lang", "evaluator", "prompt"]]
-    beaten = significance[significance["significant"]].merge(best, on=["task", "lang", "evaluator", "prompt"])
+    beaten = significance[significance["significant"].astype(bool)].merge(best, on=["task", "lang", "evaluator", "prompt"])
     keys = set(zip(beaten["task"], beaten["lang"], beaten["vs_evaluator"], beaten["vs_prompt"]))
     return pd.Series([key in keys for key in zip(summary["task"], summary["lang"], summary["evaluator"],
                                                  summary["prompt"])], index=summary.index)
