@@ -46,50 +46,26 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits, tournament_counts  # noqa: E402
 from polyrag.arena.games import question_win_matrices  # noqa: E402
 from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
-from polyrag.mars.labels import LABEL_COLUMNS  # noqa: E402
 from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
+from tests.test_mars import ColumnJudge, balanced_reference, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
-AR = LABEL_COLUMNS["ar"]
 COLUMNS = ["estimator", "source", "setting", "nominal", "coverage", "mean_width", "null_rejection", "power", "seeds"]
 
 
 # --- MARS ------------------------------------------------------------------------------------
-
-class ColumnJudge:
-    """A simulated judge: its label of an item is the item's ``judge_says`` column."""
-
-    def predict_proba(self, table):
-        return table["judge_says"].to_numpy(dtype=float)
-
-
-def judged(truth: np.ndarray, rng, fpr: float, fnr: float) -> np.ndarray:
-    flip = np.where(truth == 1, rng.random(len(truth)) < fnr, rng.random(len(truth)) < fpr)
-    return np.where(flip, 1 - truth, truth)
-
-
-def gold_set(rng, lang: str, per_class: int, fpr: float, fnr: float) -> pd.DataFrame:
-    """MARS's reference set: ``per_class`` positives and as many negatives, judged."""
-    Y = np.r_[np.ones(per_class), np.zeros(per_class)]
-    return pd.DataFrame({AR: Y, "prediction_ar": judged(Y, rng, fpr, fnr), "doc_lang": lang, "qa_lang": lang})
-
-
-def system_answers(rng, n: int, pi: float, fpr: float, fnr: float, answered_share: float = 1.0) -> pd.DataFrame:
-    truth = (rng.random(n) < pi).astype(float)
-    answered = np.arange(n) < round(answered_share * n)
-    return pd.DataFrame({"Answer": np.where(answered, "an answer", None), "judge_says": judged(truth, rng, fpr, fnr)})
-
 
 def mars_cell(seed: int, estimator: str, strata: list[dict], answers: int = 500) -> dict:
     """``strata``: per language, the system's share of good answers ``pi``, the judge's ``fpr``
     and ``fnr``, gold items ``per_class`` and ``answered`` share. Truth: the answered-weighted
     mean of pi (unanswered questions count 0), pooled over strata when there are several."""
     rng = rng_for(seed, "bench_coverage", "mars")
-    reference = pd.concat([gold_set(rng, s["lang"], s["per_class"], s["fpr"], s["fnr"]) for s in strata],
+    reference = pd.concat([balanced_reference(rng, s["lang"], s["per_class"], s["fpr"], s["fnr"]) for s in strata],
                           ignore_index=True)
-    items = {s["lang"]: system_answers(rng, answers, s["pi"], s["fpr"], s["fnr"], s.get("answered", 1.0))
+    items = {s["lang"]: simulated_answers(rng, answers, s["pi"], s["fpr"], s["fnr"],
+                                          np.arange(answers) < round(s.get("answered", 1.0) * answers))
              for s in strata}
     scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"],
                           {"estimator": estimator, "alpha": 0.05, "power_tuning": False})

@@ -127,6 +127,11 @@ def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.nd
     return correct, group_ids(labels, langs), clusters
 
 
+def best_first(column: pd.DataFrame) -> pd.DataFrame:
+    """Summary rows by balanced accuracy, highest first (ties by name, so the order is fixed)."""
+    return column.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True])
+
+
 def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutations: int, rng: np.random.Generator,
                  alpha: float = 0.05) -> pd.DataFrame:
     """Every pair of evaluators (and prompts) in each column (task, language): the difference in
@@ -142,7 +147,7 @@ def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutation
         part = predictions[predictions["task"] == task]
         part = part[part["lang"] == lang] if lang != "all" else part[~part["lang"].isin(left_out[task])]
         correct, groups, clusters = paired_outcomes(part, f"{task} {lang}")
-        ordered = column.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True])
+        ordered = best_first(column)
         systems = list(zip(ordered["evaluator"], ordered["prompt"]))
         family = []
         for i, better in enumerate(systems):
@@ -165,8 +170,7 @@ def significance(predictions: pd.DataFrame, summary: pd.DataFrame, n_permutation
 def worse_than_best(summary: pd.DataFrame, significance: pd.DataFrame) -> pd.Series:
     """Per summary row, whether the best evaluator of its column is significantly better (Holm);
     False for the best itself."""
-    best = summary.sort_values(["balanced_accuracy", "evaluator", "prompt"], ascending=[False, True, True]) \
-        .groupby(["task", "lang"]).head(1)[["task", "lang", "evaluator", "prompt"]]
+    best = best_first(summary).groupby(["task", "lang"]).head(1)[["task", "lang", "evaluator", "prompt"]]
     beaten = significance[significance["significant"].astype(bool)].merge(best, on=["task", "lang", "evaluator", "prompt"])
     keys = set(zip(beaten["task"], beaten["lang"], beaten["vs_evaluator"], beaten["vs_prompt"]))
     return pd.Series([key in keys for key in zip(summary["task"], summary["lang"], summary["evaluator"],
