@@ -346,9 +346,12 @@ def judge_statistics_rows(seeds: int) -> list[dict]:
     """The judge diagnostics' cells, from ``bench_judge_statistics`` (its own simulators)."""
     from bench_judge_statistics import kappa, position, preference, style
 
-    rows = [*position(seeds, 100), kappa(seeds, 40, 1000), preference(seeds, 100, 1000), *style(seeds, 100, 1000)]
-    return [{"estimator": row["statistic"], "source": "polyrag", "nominal": row["nominal"], "coverage": row["coverage"],
-             "setting": f"{row['questions']} questions (bench_judge_statistics)", "seeds": row["intervals"]}
+    rows = [*position(seeds, 100), *position(seeds, 30, question_sd=1.5), kappa(seeds, 40, 1000),
+            preference(seeds, 100, 1000), *style(seeds, 100, 1000)]
+    return [{"estimator": row["statistic"], "source": row["source"], "nominal": row["nominal"],
+             "coverage": row["coverage"], "seeds": row["intervals"],
+             "setting": f"{row['questions']} questions" + (f", position bias varying by question (sd {row['question_bias_sd']})"
+                                                           if row.get("question_bias_sd") else "")}
             for row in rows]
 
 

@@ -4,8 +4,9 @@ For each statistic, ``--simulations`` arenas are drawn from a known model (seede
 is computed as the workflow computes it, and the table prints how often it contains the true
 value, beside the nominal 0.95, with the mean estimate against the truth:
 
-- position consistency and first-position win rate (Wilson intervals): 4 models, every pair in
-  both orders, a judge adding ``FIRST_BIAS`` to the logit of the answer shown first;
+- position consistency and first-position win rate (Wilson intervals clustered by question): 4
+  models, every pair in both orders, a judge adding ``FIRST_BIAS`` to the logit of the answer
+  shown first, the same for every question or varying by question (clustered games);
 - Cohen's kappa (bootstrap over questions): two judges reporting a latent verdict with
   reliabilities 0.8 and 0.5, else a uniform label (population kappa in closed form);
 - self-preference (joint bootstrap over questions): three judges, one adding ``DELTA`` to the
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -35,36 +37,52 @@ sys.path.insert(0, str(REPO))
 from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference  # noqa: E402
 from polyrag.arena.style_control import style_controlled_bt  # noqa: E402
 from tests.test_arena import simulate_games  # noqa: E402
-from tests.test_judge_diagnostics import (LONGER_WHEN_WORSE, STRENGTHS, TRUE_ORDER, noisy_judges,  # noqa: E402
-                                          population_kappa, sigmoid, styled_arena)
+from tests.test_judge_diagnostics import (LONGER_WHEN_WORSE, STRENGTHS, TRUE_ORDER, first_position_truth,  # noqa: E402
+                                          noisy_judges, population_kappa, sigmoid, styled_arena)
 
 FIRST_BIAS, DELTA, LENGTH_BIAS, ALPHA = 0.8, 0.5, 4.0, 0.01
 
 
-def row(statistic, covered, estimates, truth, seconds, **size) -> dict:
+def row(statistic, covered, estimates, truth, seconds, source="polyrag", **size) -> dict:
     covered = np.asarray(covered, bool)
-    return {"statistic": statistic, **size, "intervals": covered.size, "coverage": covered.mean(),
+    return {"statistic": statistic, "source": source, **size, "intervals": covered.size, "coverage": covered.mean(),
             "nominal": 0.95, "mean_estimate": np.mean(estimates), "truth": np.mean(truth), "seconds": seconds}
 
 
-def position(simulations: int, questions: int) -> list[dict]:
+def position(simulations: int, questions: int, question_sd: float = 0.0) -> list[dict]:
+    """``question_sd`` > 0: each question shifts the judge's position bias by its own normal
+    deviation, so the games of one question are correlated (the clustered setting); the
+    independent-games Wilson interval the diagnostics used before is measured beside it."""
     models = sorted(STRENGTHS)
     differences = [STRENGTHS[a] - STRENGTHS[b] for i, a in enumerate(models) for b in models[i + 1:]]
-    consistency_truth = np.mean([sigmoid(d + FIRST_BIAS) * sigmoid(d - FIRST_BIAS)
-                                 + (1 - sigmoid(d + FIRST_BIAS)) * (1 - sigmoid(d - FIRST_BIAS)) for d in differences])
-    first_truth = np.mean([sigmoid(d + FIRST_BIAS) + sigmoid(-d + FIRST_BIAS) for d in differences]) / 2
-    start, results = time.perf_counter(), []
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    bias = FIRST_BIAS + question_sd * nodes  # the question's bias at each quadrature node
+    weights = weights / weights.sum()
+    consistency_truth = np.mean([weights @ (sigmoid(d + bias) * sigmoid(d - bias)
+                                            + (1 - sigmoid(d + bias)) * (1 - sigmoid(d - bias))) for d in differences])
+    first_truth = first_position_truth(FIRST_BIAS, question_sd, differences)
+    start, results, independent = time.perf_counter(), [], []
     for simulation in range(simulations):
-        games = simulate_games(STRENGTHS, questions, np.random.default_rng(simulation), first_position_bias=FIRST_BIAS)
-        results.append(judge_diagnostics(games))
+        games = simulate_games(STRENGTHS, questions, np.random.default_rng(simulation), first_position_bias=FIRST_BIAS,
+                               question_bias_sd=question_sd)
+        result = judge_diagnostics(games)
+        results.append(result)
+        independent.append(binomtest(result["first_position_wins"], result["decisive_games"]).proportion_ci(
+            0.95, method="wilson"))
     seconds = time.perf_counter() - start
     table = pd.DataFrame(results)
-    return [row("position_consistency (Wilson)", (table["position_consistency_ci_low"] <= consistency_truth)
+    setting = {"questions": questions, "tournaments": 0, "question_bias_sd": question_sd}
+    rows = [row("position_consistency (clustered Wilson)", (table["position_consistency_ci_low"] <= consistency_truth)
                 & (consistency_truth <= table["position_consistency_ci_high"]), table["position_consistency"],
-                [consistency_truth], seconds, questions=questions, tournaments=0),
-            row("first_position_win_rate (Wilson)", (table["first_position_ci_low"] <= first_truth)
+                [consistency_truth], seconds, **setting),
+            row("first_position_win_rate (clustered Wilson)", (table["first_position_ci_low"] <= first_truth)
                 & (first_truth <= table["first_position_ci_high"]), table["first_position_win_rate"],
-                [first_truth], seconds, questions=questions, tournaments=0)]
+                [first_truth], seconds, **setting)]
+    if question_sd:
+        covered = [low <= first_truth <= high for low, high in independent]
+        rows.append(row("first_position_win_rate (Wilson over games)", covered, table["first_position_win_rate"],
+                        [first_truth], seconds, source="games as independent trials", **setting))
+    return rows
 
 
 def kappa(simulations: int, questions: int, tournaments: int) -> dict:
@@ -126,7 +144,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--bootstrap", type=int, default=200)
     args = parser.parse_args()
-    rows = [*position(10 * args.simulations, args.questions),
+    rows = [*position(10 * args.simulations, args.questions), *position(10 * args.simulations, 30, 1.5),
             kappa(5 * args.simulations, 40, args.bootstrap), kappa(2 * args.simulations, args.questions, args.bootstrap),
             preference(args.simulations, args.questions, args.bootstrap),
             *style(args.simulations, args.questions, args.bootstrap)]

@@ -238,6 +238,10 @@ def check_judges(config: dict, source: str) -> None:
             if config["judges"][member]["backend"] == "panel":
                 raise ConfigError(f"{source}: judges.{name}.members: {member!r} is a panel; a panel's members "
                                   "are judges that give verdicts themselves")
+        if not judge_pairs(config, name):
+            raise ConfigError(f"{source}: judges.{name}.members: no model pair is judged by every member (their "
+                              f"contestants: { {m: judge_contestants(config, m) for m in entry['members']} }); a "
+                              "panel judges the games every member judged")
 
 
 def check_mock_refusals(name: str, languages: list[str], source: str) -> None:
@@ -300,19 +304,19 @@ def panel_judges(config: dict) -> list[str]:
 
 
 def judge_contestants(config: dict, judge: str) -> list[str]:
-    """The models a judge judges, sorted: its ``contestants`` (a panel: its members' together),
-    else every judged model."""
+    """The models a judge judges, sorted: its ``contestants`` (a panel: those every member
+    judges), else every judged model."""
     entry = config["judges"][judge]
     if entry["backend"] == "panel":
-        return sorted(set().union(*(judge_contestants(config, member) for member in entry["members"])))
+        return sorted(set.intersection(*(set(judge_contestants(config, member)) for member in entry["members"])))
     return sorted(entry.get("contestants") or judged_models(config))
 
 
 def judge_pairs(config: dict, judge: str) -> list[tuple[str, str]]:
-    """The model pairs a judge judges (a panel: every pair of its contestants that a member judged)."""
+    """The model pairs a judge judges (a panel: the pairs every member judges)."""
     entry = config["judges"][judge]
     if entry["backend"] == "panel":
-        return sorted(set().union(*(judge_pairs(config, member) for member in entry["members"])))
+        return sorted(set.intersection(*(set(judge_pairs(config, member)) for member in entry["members"])))
     return model_pairs(judge_contestants(config, judge))
 
 

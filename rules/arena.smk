@@ -45,8 +45,8 @@ rule arena_round:
 
 # One job per judge and language fits both rankings from the same games (reading them once): plain
 # Bradley-Terry with a question bootstrap, and Chatbot Arena's style control, Bradley-Terry with
-# the answers' length, citation count and share of non-relevant citations as covariates, so a
-# judge's taste for style is not counted as strength.
+# the answers' length, citation count and markup as covariates, so a judge's taste for
+# presentation is not counted as strength.
 rule bradley_terry:
     input:
         games=judgment_files,

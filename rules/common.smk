@@ -170,8 +170,13 @@ def contestant_answers_in_language(wildcards):
 
 
 def member_games(wildcards):
-    """A panel's members and their games files in this language."""
-    return {member: judgment_paths(member, wildcards.lang) for member in config["judges"][wildcards.judge]["members"]}
+    """A panel's members and their games files in this language holding the panel's pairs (those
+    every member judges), so a model only some members judge does not rerun the panel."""
+    panel, lang = wildcards.judge, wildcards.lang
+    pairs = judge_pairs(config, panel)
+    return {member: judgment_paths(member, lang) if member in ROUND_JUDGES
+            else list(dict.fromkeys(games_path(member, lang, a, b) for a, b in pairs))
+            for member in config["judges"][panel]["members"]}
 
 
 def member_judgment_files(wildcards):

@@ -69,12 +69,14 @@ rule judge_pairs_local_model:
         "../scripts/judge_pairs.py"
 
 
-# A panel (a jury) votes per game with its members' verdicts: cheap, on the submitting node.
+# A panel (a jury) votes per game with its members' verdicts, on the games every member judged
+# (members.csv: how many of each member's games that kept): cheap, on the submitting node.
 rule panel_games:
     input:
         member_judgment_files,
     output:
-        "results/judgments/{judge}/{lang}/games.parquet",
+        games="results/judgments/{judge}/{lang}/games.parquet",
+        members="results/judgments/{judge}/{lang}/members.csv",
     wildcard_constraints:
         judge=alternatives(PANEL_JUDGES),
     params:

@@ -12,6 +12,7 @@ import pandas as pd
 from polyrag.arena.bradley_terry import bradley_terry
 from polyrag.arena.diagnostics import judge_diagnostics
 from polyrag.arena.games import read_games
+from polyrag.arena.panel import panel_agreement
 from polyrag.arena.style_control import answer_style, style_controlled_bt
 from polyrag.logs import run_logged
 from polyrag.seeds import rng_for
@@ -56,10 +57,9 @@ def main() -> None:
     bias = judge_diagnostics(games)
     log_position_bias(bias, judge, lang)
     diagnostics = {"judge": judge, "lang": lang, **bias}
-    if sm.params.panel:  # the share of members voting with the panel's verdict, over games with a vote
-        agreement = pd.concat([pd.read_parquet(path, columns=["agreement"])
-                               for path in sm.input.games])["agreement"].dropna()
-        diagnostics.update(panel_agreement=agreement.mean(), panel_unanimous_rate=(agreement == 1).mean())
+    if sm.params.panel:  # how often the members agree, over games with two or more votes
+        votes = pd.concat([pd.read_parquet(path, columns=["votes", "agreement"]) for path in sm.input.games])
+        diagnostics.update(panel_agreement(votes))
     pd.DataFrame([diagnostics]).to_csv(sm.output.diagnostics, index=False)
 
     # input.answers follows params.models (results/answers/{model}/{lang}.parquet, in that order).

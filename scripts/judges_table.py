@@ -28,7 +28,7 @@ NOTES = {
         "carry little information (e.g. position bias) pulls every logit towards 0, which also moves this number."),
     "style": (
         "Style-controlled Bradley-Terry: how much one typical difference between two answers in length (tokens), "
-        "number of citations, or share of citations to non-relevant passages shifts the judge's preference, in "
+        "number of citations, or markdown elements shifts the judge's preference, in "
         "logits (positive: the judge rewards more of it), with 95% intervals."),
     "rankings": (
         "Each judge's own ranking: rank and score (mean Bradley-Terry logit over languages) per judge; a judge with "

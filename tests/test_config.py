@@ -39,7 +39,8 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert generation_settings(config, "gemma-270m")["max_tokens"] == 64  # model override
     assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
     assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
-    # The Gemma judge: its own sampling over judging:'s, on three contestants; the panel on every pair.
+    # The Gemma judge: its own sampling over judging:'s, on three contestants; the panel on the pairs
+    # both its members judge.
     gemma = judging_settings(config, "gemma-judge")
     assert gemma["max_tokens"] == 2 and gemma["response_prefix"].endswith("[[") and gemma["max_questions"] == 2
     assert judging_settings(config, "reference")["max_tokens"] == 1024 and judging_settings(config, "reference")["stop"] == []
@@ -47,7 +48,8 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
                                                    ("mock-50", "mock-perfect")]
     # Five configured models and the fine-tuned student (finetune:, added by validation): 15 pairs.
     assert "gemma-270m-sft" in config["models"]
-    assert judge_contestants(config, "panel") == sorted(config["models"]) and len(judge_pairs(config, "panel")) == 15
+    assert judge_contestants(config, "panel") == ["gemma-270m", "mock-50", "mock-perfect"]
+    assert judge_pairs(config, "panel") == judge_pairs(config, "gemma-judge")
 
 
 @pytest.mark.parametrize(
@@ -79,6 +81,9 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c["judges"].update(jury={"backend": "panel", "members": ["panel", "reference"]}),
          "judges.jury.members: 'panel' is a panel"),
         (lambda c: c["judges"]["panel"].update(members=["reference"]), "judges.panel.members: ['reference'] is too short"),
+        (lambda c: c["judges"].update(other={"backend": "reference", "contestants": ["mock-perfect", "mock-20"]}) or
+         c["judges"]["panel"].update(members=["gemma-judge", "other"]),
+         "judges.panel.members: no model pair is judged by every member"),
         (lambda c: c["judges"]["panel"].update(family="gemma"), "unknown key judges.panel.family"),
         (lambda c: c.update(features={"llm": {"judge": "panel"}}), "features.llm.judge: 'panel' is not an LLM judge"),
     ],

@@ -15,7 +15,8 @@ from sklearn.metrics import cohen_kappa_score
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference
 from polyrag.arena.games import position_bias, win_matrix
-from polyrag.arena.panel import panel_games
+from polyrag.arena.panel import panel_agreement, panel_coverage, panel_games
+from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.arena.style_control import (STYLE_COVARIATES, answer_style, style_controlled_bt, style_controlled_ranks,
                                          style_differences)
 from polyrag.errors import DataError
@@ -52,8 +53,9 @@ def test_position_consistency_of_a_position_biased_judge_is_its_known_probabilit
     pairs = pair_verdicts(games)
     consistent = sum(len(set(orders.values())) == 1 for orders in pairs.values())
     assert result["pairs_both_orders"] == len(pairs) == 900 and result["consistent_pairs"] == consistent
-    assert (result["position_consistency_ci_low"], result["position_consistency_ci_high"]) == pytest.approx(
-        wilson(consistent, 900))
+    independent = wilson(consistent, 900)
+    assert result["position_consistency_ci_low"] <= independent[0] + 1e-8
+    assert result["position_consistency_ci_high"] >= independent[1] - 1e-8
     assert abs(result["position_consistency"] - expected) < 3 * np.sqrt(expected * (1 - expected) / 900)
     assert result["position_consistency_ci_low"] <= expected <= result["position_consistency_ci_high"]
     # Chance level: two draws from the judge's own verdict shares (winner by model, ties) agree.
@@ -85,6 +87,47 @@ def test_an_unbiased_judge_is_consistent_above_chance_and_rates_count_ties_and_i
     assert result["position_consistency_ci_low"] > result["position_consistency_chance"]
     # The first-position statistics are position_bias's, unchanged.
     assert {k: result[k] for k in position_bias(games)} == position_bias(games)
+
+
+def test_clustered_wilson_of_items_copied_within_clusters_is_wilson_at_the_cluster_count_minus_one():
+    """Q clusters of k identical items: the sandwich variance is p(1-p)/(Q-1), the binomial one
+    p(1-p)/(Qk), so the effective size is Q - 1 trials; independent items keep all of them."""
+    outcomes = np.random.default_rng(4).random(40) < 0.3
+    copied = np.repeat(outcomes, 5)
+    interval = clustered_wilson_interval(copied, np.repeat(np.arange(40), 5))
+    share = outcomes.mean()
+    assert interval == pytest.approx(wilson(share * 39, 39))
+    # Every item its own cluster: the same sandwich at k = 1, n - 1 trials.
+    assert clustered_wilson_interval(copied, np.arange(200)) == pytest.approx(wilson(copied.mean() * 199, 199))
+
+
+def first_position_truth(bias: float, question_sd: float, differences: list[float]) -> float:
+    """P(the first answer wins) with the question's bias normal(bias, question_sd), by
+    Gauss-Hermite quadrature over the question."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    return float(np.mean([weights @ ((sigmoid(d + bias + question_sd * nodes) + sigmoid(-d + bias + question_sd * nodes))
+                                     / 2) for d in differences]))
+
+
+def test_position_intervals_cover_when_the_games_of_a_question_share_its_position_bias():
+    """A judge whose position bias varies by question: the games of one question are not
+    independent trials. The clustered intervals cover at the nominal rate; intervals treating
+    every game as independent (the earlier code) would cover far less."""
+    equal = {m: 0.0 for m in "abcd"}
+    bias, question_sd, questions, simulations = 0.4, 1.5, 30, 200
+    truth = first_position_truth(bias, question_sd, [0.0])
+    covered, naive = [], []
+    for seed in range(simulations):
+        games = simulate_games(equal, questions, np.random.default_rng(seed), first_position_bias=bias,
+                               question_bias_sd=question_sd)
+        result = position_bias(games)
+        covered.append(result["first_position_ci_low"] <= truth <= result["first_position_ci_high"])
+        low, high = wilson(result["first_position_wins"], result["decisive_games"])
+        naive.append(low <= truth <= high)
+    assert binom.cdf(sum(covered), simulations, 0.95) > 0.001  # consistent with 0.95 (99.9% band, lower side)
+    assert np.mean(covered) <= 0.99
+    assert np.mean(naive) < 0.7  # 0.615 here
 
 
 def test_a_game_judged_twice_in_the_same_order_is_an_error():
@@ -233,13 +276,14 @@ def one_game(verdict, query_id="q1", shown_first="a"):
     return {"query_id": query_id, "model_a": "a", "model_b": "b", "shown_first": shown_first, "verdict": verdict}
 
 
-def test_panel_votes_by_plurality_and_keeps_every_member_verdict():
+def test_panel_votes_by_plurality_on_the_games_every_member_judged():
     rows = {  # game: verdicts of judges x, y, z (None: not judged by that member)
         ("q1", "a"): ("model_a", "model_a", "model_b"),  # 2-1: model_a
         ("q1", "b"): ("model_a", "model_b", "tie"),  # three-way split: tie
-        ("q2", "a"): ("invalid", "model_b", None),  # abstention and absence: model_b alone
-        ("q2", "b"): ("invalid", "invalid", None),  # no valid vote: invalid
+        ("q2", "a"): ("invalid", "model_b", "invalid"),  # two abstentions: model_b alone
+        ("q2", "b"): ("invalid", "invalid", "invalid"),  # no valid vote: invalid
         ("q3", "a"): ("tie", "model_b", "model_b"),
+        ("q3", "b"): ("model_a", "model_b", None),  # z did not judge it: outside the panel
     }
     games_by_judge = {judge: pd.DataFrame([one_game(v[k], q, first) for (q, first), v in rows.items() if v[k]])
                       for k, judge in enumerate("xyz")}
@@ -248,9 +292,30 @@ def test_panel_votes_by_plurality_and_keeps_every_member_verdict():
                                           ("q2", "b"): "invalid", ("q3", "a"): "model_b"}
     assert panel["votes"].tolist() == [3, 3, 1, 0, 3]
     np.testing.assert_allclose(panel["agreement"], [2 / 3, 1 / 3, 1.0, np.nan, 2 / 3])
-    assert panel.loc[("q2", "a"), "verdict_z"] is None and panel.loc[("q2", "a"), "verdict_x"] == "invalid"
-    assert [panel.loc[game, ["verdict_x", "verdict_y", "verdict_z"]].tolist() for game in rows] == \
-        [[v for v in verdicts] for verdicts in rows.values()]
+    judged = [game for game in rows if None not in rows[game]]
+    assert [panel.loc[game, ["verdict_x", "verdict_y", "verdict_z"]].tolist() for game in judged] == \
+        [list(rows[game]) for game in judged]
+    # Agreement over the games with two or more votes only: a lone vote agrees with itself.
+    assert panel_agreement(panel.reset_index()) == {"panel_multi_vote_games": 3, "panel_agreement": pytest.approx(5 / 9),
+                                                    "panel_unanimous_rate": 0.0}
+    coverage = panel_coverage(games_by_judge, panel).set_index("member")
+    assert coverage["games_judged"].to_dict() == {"x": 6, "y": 6, "z": 5}
+    assert coverage.loc["x", "share_in_panel"] == 5 / 6 and coverage["valid_votes_in_panel"].to_dict() == {
+        "x": 3, "y": 4, "z": 3}
+
+
+def test_a_member_judging_some_models_does_not_move_the_others_in_the_panel():
+    """A full judge and a judge of two of four models that disagrees with it: voting on every
+    game any member judged would turn their splits into ties for those two models only, moving
+    them against the other two; the panel of the common games leaves the others out."""
+    full = simulate_games(STRENGTHS, 40, np.random.default_rng(31))
+    subset = full[(full["model_a"] == "m0") & (full["model_b"] == "m3")].copy()
+    subset["verdict"] = np.where(subset["verdict"] == "model_a", "model_b", "model_a")  # always disagrees
+    panel = panel_games({"full": full, "subset": subset})
+    assert set(zip(panel["model_a"], panel["model_b"])) == {("m0", "m3")} and len(panel) == len(subset)
+    assert (panel["verdict"] == "tie").all() and panel_agreement(panel)["panel_agreement"] == 0.5
+    with pytest.raises(DataError, match="no game in common"):
+        panel_games({"full": full, "other": full.assign(query_id=full["query_id"] + "-elsewhere")})
 
 
 def test_a_panel_of_two_judges_is_their_pooled_games_at_half_the_penalty():
@@ -298,8 +363,8 @@ def styled_arena(strengths: dict, mean_length: dict, n_questions: int, rng, leng
         style[model] = pd.DataFrame({
             "query_id": questions,
             "length_tokens": np.round(np.exp(rng.normal(np.log(mean_length[model]), 0.6, n_questions))),
-            "citations": cites,
-            "nonrelevant_citation_share": rng.binomial(cites, 0.3) / np.maximum(cites, 1)})
+            "citations": cites, "markdown_elements": rng.poisson(1, n_questions),
+            "citation_precision": np.where(cites > 0, rng.binomial(cites, 0.7) / np.maximum(cites, 1), np.nan)})
     rows = []
     for k, query_id in enumerate(questions):
         for i, a in enumerate(models):
@@ -330,8 +395,41 @@ def test_style_control_sees_through_a_judge_that_prefers_long_answers():
     per_ratio = coefficients[["coefficient", "ci_low", "ci_high"]].div(coefficients["scale"], axis=0)
     assert per_ratio.loc["length_tokens", "ci_low"] <= 4.0 <= per_ratio.loc["length_tokens", "ci_high"]
     # Citations do not move this judge: their coefficients are small beside length's.
-    assert (coefficients.loc[["citations", "nonrelevant_citation_share"], "coefficient"].abs()
+    assert (coefficients.loc[["citations", "markdown_elements"], "coefficient"].abs()
             < coefficients.loc["length_tokens", "coefficient"] / 10).all()
+
+
+def test_style_control_keeps_what_a_judge_of_citation_accuracy_rewards():
+    """A judge that rewards only correct citations (the log-odds of a win rise with the answer's
+    citation precision, the models differing in how precisely they cite): style control must
+    leave its ranking as it is, since citation accuracy is what is judged, not presentation.
+    The mean citation precision is reported per model beside the fit."""
+    models = sorted(TRUE_ORDER)
+    precision_of = {"a": 0.9, "b": 0.7, "c": 0.5, "d": 0.3}
+    rng = np.random.default_rng(27)
+    questions = [f"q{i}" for i in range(80)]
+    style = {}
+    for model in models:
+        cites = rng.integers(1, 4, len(questions))
+        style[model] = pd.DataFrame({"query_id": questions, "length_tokens": rng.integers(40, 200, len(questions)),
+                                     "citations": cites, "markdown_elements": rng.poisson(1, len(questions)),
+                                     "citation_precision": rng.binomial(cites, precision_of[model]) / cites})
+    rows = []
+    for k, query_id in enumerate(questions):
+        for i, a in enumerate(models):
+            for b in models[i + 1:]:
+                p_a = sigmoid(3.0 * (style[a]["citation_precision"][k] - style[b]["citation_precision"][k]))
+                rows += [{"query_id": query_id, "model_a": a, "model_b": b, "shown_first": first,
+                          "verdict": "model_a" if rng.random() < p_a else "model_b"} for first in (a, b)]
+    games = pd.DataFrame(rows)
+    raw = fit_logits(win_matrix(games, models), 0.01)
+    table, coefficients, _ = style_controlled_bt(games, style, models, 0.01, 50, np.random.default_rng(28))
+    table = table.set_index("model").loc[models]
+    assert table["rank"].tolist() == [1, 2, 3, 4] and kendalltau(raw, -np.arange(4)).statistic == 1.0
+    np.testing.assert_allclose(table["logit"], raw, atol=0.15)  # not controlled away
+    assert set(coefficients["covariate"]) == {"length_tokens", "citations", "markdown_elements"}
+    np.testing.assert_allclose(table["citation_precision"],
+                               [style[m]["citation_precision"].mean() for m in models])
 
 
 def design_by_hand(games: pd.DataFrame, style: dict, models: list[str], scale=None):
@@ -344,8 +442,7 @@ def design_by_hand(games: pd.DataFrame, style: dict, models: list[str], scale=No
         a = style[game.model_a].set_index("query_id").loc[game.query_id]
         b = style[game.model_b].set_index("query_id").loc[game.query_id]
         row = [float(m == game.model_a) - float(m == game.model_b) for m in models]
-        row += [(a[c] - b[c]) / (a[c] + b[c] + 1) for c in ("length_tokens", "citations")]
-        row += [a["nonrelevant_citation_share"] - b["nonrelevant_citation_share"]]
+        row += [(a[c] - b[c]) / (a[c] + b[c] + 1) for c in ("length_tokens", "citations", "markdown_elements")]
         rows.append(row)
     X = np.array(rows)
     if scale is None:
@@ -400,7 +497,7 @@ def test_without_style_differences_the_fit_is_the_plain_bradley_terry_fit():
     models = sorted(STRENGTHS)
     games = simulate_games(STRENGTHS, 20, np.random.default_rng(24), tie_rate=0.2)
     same = pd.DataFrame({"query_id": games["query_id"].unique(), "length_tokens": 50, "citations": 2,
-                         "nonrelevant_citation_share": 0.0})
+                         "markdown_elements": 0, "citation_precision": 1.0})
     table, coefficients, _ = style_controlled_bt(games, {m: same for m in models}, models, 0.01, 20,
                                                  np.random.default_rng(0))
     np.testing.assert_allclose(table.set_index("model").loc[models, "logit"],
@@ -446,36 +543,39 @@ def test_style_intervals_cover_the_true_logits_and_length_bias_at_about_the_nomi
 
 
 def test_answer_style_counts_what_the_judge_read():
+    """Presentation (length, citations, markup) as covariates; citation precision apart, empty
+    where it is undefined (nothing cited, or no relevance labels)."""
     questions = pd.DataFrame({
-        "query_id": ["q1", "q2", "q3"],
-        "passages": [[{"docid": "d1#0"}, {"docid": "d2#0"}, {"docid": "d3#0"}]] * 3,
-        "relevant_docids": [["d1#0"], ["d1#0", "d2#0"], []]})
+        "query_id": ["q1", "q2", "q3", "q4"],
+        "passages": [[{"docid": "d1#0"}, {"docid": "d2#0"}, {"docid": "d3#0"}]] * 4,
+        "relevant_docids": [["d1#0"], ["d1#0", "d2#0"], [], ["d1#0"]]})
     answers = pd.DataFrame({
-        "query_id": ["q1", "q2", "q3"],
-        "raw_output": ["##Answer: x", "Paris is big [d2#0] and old [d3#0, d1#0].", "Rome [d3#0]."],
-        "answer": ["Paris is the capital [d1#0][d2#0] of France [d3#0].", None, "Rome [d3#0]."],
-        "cited_docids": [["d1#0", "d2#0", "d3#0"], [], ["d3#0"]]})
+        "query_id": ["q1", "q2", "q3", "q4"],
+        "raw_output": ["##Answer: x", "Paris is big [d2#0] and old [d3#0, d1#0].", "Rome [d3#0].", ""],
+        "answer": ["Paris is the capital [d1#0][d2#0] of France [d3#0].", None, "Rome [d3#0].",
+                   "## Cities\n- **Paris** is big\n1. Rome"],
+        "cited_docids": [["d1#0", "d2#0", "d3#0"], [], ["d3#0"], []]})
     style = answer_style(questions, answers, count_tokens=lambda text: len(text.split())).set_index("query_id")
-    assert style.loc["q1"].tolist() == [6, 3, 2 / 3]  # "Paris is the capital of France."
-    assert style.loc["q2"].tolist() == [5, 3, 1 / 3]  # unparsed: the raw output is what the judge read
-    assert style.loc["q3"].tolist() == [1, 1, 0.0]  # no relevance labels: the share is neutral
+    assert style.loc["q1"].tolist() == [6, 3, 0, 1 / 3]  # "Paris is the capital of France."
+    assert style.loc["q2"].tolist() == [5, 3, 0, 2 / 3]  # unparsed: the raw output is what the judge read
+    assert style.loc["q3", STYLE_COVARIATES].tolist() == [1, 1, 0] and np.isnan(style.loc["q3", "citation_precision"])
+    # A header, two list items and a bold span; nothing cited.
+    assert style.loc["q4", STYLE_COVARIATES].tolist() == [8, 0, 4] and np.isnan(style.loc["q4", "citation_precision"])
 
 
 def test_a_judged_answer_without_style_names_the_model_and_question():
     games = simulate_games({"a": 0.0, "b": 0.0}, 2, np.random.default_rng(27))
-    style = pd.DataFrame({"query_id": ["q0"], "length_tokens": [3], "citations": [1], "nonrelevant_citation_share": [0.0]})
+    style = pd.DataFrame({"query_id": ["q0"], "length_tokens": [3], "citations": [1], "markdown_elements": [0]})
     with pytest.raises(DataError, match=r"no answer style for model 'a' on question 'q1'"):
         style_differences(games[["query_id", "model_a", "model_b"]], {"a": style, "b": style})
 
 
-def test_style_differences_are_ratios_for_counts_and_plain_for_the_share():
+def test_style_differences_are_ratios_of_the_counts():
     pairs = pd.DataFrame({"query_id": ["q"], "model_a": ["a"], "model_b": ["b"]})
-    style = {"a": pd.DataFrame({"query_id": ["q"], "length_tokens": [300], "citations": [3],
-                                "nonrelevant_citation_share": [0.5]}),
-             "b": pd.DataFrame({"query_id": ["q"], "length_tokens": [99], "citations": [0],
-                                "nonrelevant_citation_share": [0.0]})}
+    style = {"a": pd.DataFrame({"query_id": ["q"], "length_tokens": [300], "citations": [3], "markdown_elements": [0]}),
+             "b": pd.DataFrame({"query_id": ["q"], "length_tokens": [99], "citations": [0], "markdown_elements": [2]})}
     differences = style_differences(pairs, style)
-    assert differences[STYLE_COVARIATES].iloc[0].tolist() == pytest.approx([201 / 400, 3 / 4, 0.5])
+    assert differences[STYLE_COVARIATES].iloc[0].tolist() == pytest.approx([201 / 400, 3 / 4, -2 / 3])
 
 
 def test_style_controlled_ranks_average_languages_like_the_leaderboard():

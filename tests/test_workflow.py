@@ -197,17 +197,26 @@ def test_judge_diagnostics_panel_and_style_control(run):
             assert row["first_position_win_rate"] == pytest.approx(first.mean())
         gemma = pd.read_csv(workdir / "results" / "arena" / "gemma-judge" / lang / "judge_diagnostics.csv").iloc[0]
         gemma_first_wins.append((gemma["first_position_wins"], gemma["decisive_games"]))
-        # The panel keeps every member's verdict and votes by plurality (a split vote is a tie).
+        # The panel judges the games both members judged (the Gemma judge's), keeps every member's
+        # verdict and votes by plurality (a split vote is a tie).
         panel = games["panel"].merge(games["reference"][key + ["verdict"]].rename(columns={"verdict": "reference"}),
-                                     on=key, how="outer")
+                                     on=key, how="left")
         panel = panel.merge(games["gemma-judge"][key + ["verdict"]].rename(columns={"verdict": "gemma"}), on=key, how="left")
-        assert len(panel) == len(games["reference"]) and (panel["verdict_reference"] == panel["reference"]).all()
-        assert panel["verdict_gemma-judge"].fillna("none").tolist() == panel["gemma"].fillna("none").tolist()
+        assert len(panel) == len(games["gemma-judge"]) == 4
+        assert (panel["verdict_reference"] == panel["reference"]).all() and (panel["verdict_gemma-judge"] == panel["gemma"]).all()
+        multi_vote = []
         for game in panel.itertuples():
             votes = pd.Series([v for v in (game.reference, game.gemma) if isinstance(v, str) and v != "invalid"])
             counts = votes.value_counts()
             assert game.verdict == (counts.index[0] if (counts == counts.max()).sum() == 1 else "tie")
             assert game.agreement == pytest.approx(counts.max() / len(votes))
+            if len(votes) >= 2:
+                multi_vote.append(counts.max() / len(votes))
+        diagnostics = pd.read_csv(workdir / "results" / "arena" / "panel" / lang / "judge_diagnostics.csv").iloc[0]
+        assert diagnostics["panel_multi_vote_games"] == len(multi_vote)
+        assert diagnostics["panel_agreement"] == pytest.approx(np.mean(multi_vote) if multi_vote else np.nan, nan_ok=True)
+        members = pd.read_csv(workdir / "results" / "judgments" / "panel" / lang / "members.csv").set_index("member")
+        assert members.loc["reference", "games_judged"] == len(games["reference"]) and (members["games_in_panel"] == 4).all()
         # Cohen's kappa of the two judges on the games both judged, as sklearn computes it.
         agreement = pd.read_csv(workdir / "results" / "arena" / lang / "judge_agreement.csv")
         assert len(agreement) == 3  # every pair of judges once
@@ -234,7 +243,7 @@ def test_judge_diagnostics_panel_and_style_control(run):
     assert board["rank_style_controlled"].to_dict() == (-style.round(9)).rank(method="min").astype(int).to_dict()
     for lang in config["languages"]:
         coefficients = pd.read_csv(workdir / "results" / "arena" / "reference" / lang / "style_coefficients.csv")
-        assert coefficients["covariate"].tolist() == ["length_tokens", "citations", "nonrelevant_citation_share"]
+        assert coefficients["covariate"].tolist() == ["length_tokens", "citations", "markdown_elements"]
     page = (workdir / "results" / "judges.html").read_text()
     for heading in ("Judge diagnostics", "Rankings by judge", "Agreement between judges", "Self-preference",
                     "Style coefficients"):
@@ -343,18 +352,17 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     assert dry.returncode == 0, dry.stderr
     # Their answers and features (one job per model and stage, every language in it), only
     # mock-20's three new pairs (one job each, every language in it), and the aggregate rules of
-    # the judges that judge mock-20 (reference, the panel): the Gemma judge's contestants are
-    # unchanged, so it is not rerun and neither are its fits.
+    # the judge that judges mock-20 (reference): the Gemma judge's contestants are unchanged, so it
+    # is not rerun and neither are its fits, nor the panel (the games both members judged).
     per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
-    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "surrogate": 2,
+    aggregate = {"bradley_terry": 2, "surrogate": 2,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
                  for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
-    panel_votes = {f"results/judgments/panel/{lang}/games.parquet" for lang in ("en", "hi")}
-    assert {o for o in outputs if "judgments" in o} == new_pairs | panel_votes
+    assert {o for o in outputs if "judgments" in o} == new_pairs
     assert "results/features/new-model/hi.parquet" in dry.stdout
     # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"],
@@ -532,7 +540,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1}
     per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
                  "mars_scores": 1}
-    aggregate = {"panel_games": 2, "bradley_terry": 2 * 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
+    aggregate = {"bradley_terry": 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
                  "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]

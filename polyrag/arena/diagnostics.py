@@ -7,10 +7,10 @@ answer the judge read first. A game is identified by ``GAME_KEY``.
 - ``judge_diagnostics``: one judge in one language. The first-position win rate of
   ``position_bias`` plus invalid and tie rates and the position consistency: the share of
   (question, pair) whose two orders got the same verdict (same winner, or a tie both times),
-  over those with a valid verdict in both orders, with a 95% Wilson interval (each (question,
-  pair) counted as one independent trial). Beside it, the consistency a judge reaches by chance:
-  two independent draws from this judge's own verdicts (``model_a``/``model_b``/``tie``) agree
-  with probability sum(p**2). A judge that always picks the first answer scores 0 against a
+  over those with a valid verdict in both orders, with a 95% Wilson interval clustered by
+  question (the pairs of one question are not independent trials). Beside it, the consistency a
+  judge reaches by chance: two independent draws from this judge's own verdicts
+  (``model_a``/``model_b``/``tie``) agree with probability sum(p**2). A judge that always picks the first answer scores 0 against a
   chance level of about 0.5.
 - ``judge_agreement``: Cohen's kappa between two judges over the games both judged with a valid
   verdict (labels ``model_a``/``model_b``/``tie``), with a 95% percentile interval from
@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from polyrag.arena.bradley_terry import fit_logits, tournament_counts
 from polyrag.arena.games import position_bias, question_win_matrices
+from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
 
 GAME_KEY = ["query_id", "model_a", "model_b", "shown_first"]
@@ -49,14 +49,6 @@ def unique_games(games: pd.DataFrame, name: str) -> pd.DataFrame:
         raise DataError(f"{name}: game {dict(row[GAME_KEY])} appears {int(repeated.sum())} times among "
                         f"repeated games; each (question, pair, order) must be judged once")
     return games
-
-
-def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
-    """95% Wilson score interval, (nan, nan) without trials."""
-    if not trials:
-        return np.nan, np.nan
-    interval = binomtest(successes, trials).proportion_ci(0.95, method="wilson")
-    return interval.low, interval.high
 
 
 def both_orders(games: pd.DataFrame) -> pd.DataFrame:
@@ -77,8 +69,9 @@ def judge_diagnostics(games: pd.DataFrame) -> dict:
     bias = position_bias(games)
     total, valid = len(games), int((games["verdict"] != "invalid").sum())
     pairs = both_orders(games)
-    consistent = int((pairs["verdict_a_first"] == pairs["verdict_b_first"]).sum())
-    low, high = wilson_interval(consistent, len(pairs))
+    same = (pairs["verdict_a_first"] == pairs["verdict_b_first"]).to_numpy()
+    consistent = int(same.sum())
+    low, high = clustered_wilson_interval(same, pairs["query_id"].to_numpy())
     verdicts = pd.concat([pairs["verdict_a_first"], pairs["verdict_b_first"]])
     chance = float((verdicts.value_counts(normalize=True) ** 2).sum()) if len(pairs) else np.nan
     return {**bias, "games": total, "valid_games": valid, "questions": games["query_id"].nunique(),

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scipy.stats import binomtest
-
+from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
 
 VERDICTS = {"model_a", "model_b", "tie", "invalid"}
@@ -86,15 +85,17 @@ def tally(games: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 def position_bias(games: pd.DataFrame) -> dict:
     """How often the answer shown first wins, over decisive games (ties and invalid verdicts
-    excluded), with a 95% Wilson interval: 0.5 for a judge without position bias, since every
-    pair is shown in both orders. ``games_without_other_order``: valid games whose question and
-    pair have no valid verdict in the other order, which therefore count alone in the fit."""
+    excluded): 0.5 for a judge without position bias, since every pair is shown in both orders.
+    Its 95% interval is Wilson's clustered by question (``clustered_wilson_interval``): the two
+    orders of a pair, and the pairs of one question, are not independent trials.
+    ``games_without_other_order``: valid games whose question and pair have no valid verdict in
+    the other order, which therefore count alone in the fit."""
     valid = games[games["verdict"] != "invalid"]
     decisive = valid[valid["verdict"] != "tie"]
     winner = decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"])
-    first_wins = int((winner == decisive["shown_first"]).sum())
-    n = len(decisive)
-    low, high = binomtest(first_wins, n).proportion_ci(0.95, method="wilson") if n else (np.nan, np.nan)
+    first_won = (winner == decisive["shown_first"]).to_numpy()
+    first_wins, n = int(first_won.sum()), len(decisive)
+    low, high = clustered_wilson_interval(first_won, decisive["query_id"].to_numpy())
     orders = valid.groupby(["query_id", "model_a", "model_b"])["shown_first"].transform("nunique")
     return {"decisive_games": n, "first_position_wins": first_wins,
             "first_position_win_rate": first_wins / n if n else np.nan,

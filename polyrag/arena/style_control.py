@@ -1,26 +1,29 @@
 """Style-controlled Bradley-Terry, as Chatbot Arena does it ("Does style influence Chatbot Arena
-rankings?", LMSYS, 2024), with covariates for cited answers.
+rankings?", LMSYS, 2024).
 
-A judge may prefer longer answers, or answers with more citations, whatever their quality. The
-style-controlled fit explains each game by the two models' strengths and by the difference in
-style of the two answers it compared:
+A judge may prefer longer answers, or answers with more citations or markup, whatever their
+quality. The style-controlled fit explains each game by the two models' strengths and by the
+difference in style of the two answers it compared:
 
     P(model_a's answer wins) = 1 / (1 + exp(-(logit_a - logit_b + sum_k coefficient_k * z_k)))
 
 so a model's style-controlled logit is its strength once the judge's taste for style is
-accounted for. The style of an answer (``answer_style``) is what the judge read:
+accounted for. The style of an answer (``answer_style``) is how it is presented, never what the
+judge is asked to judge:
 
 - ``length_tokens``: its length in tokens of the multilingual-e5 tokenizer (SentencePiece, so
   Chinese or Thai are counted as fairly as English), citation brackets removed;
 - ``citations``: the context passages it cites;
-- ``nonrelevant_citation_share`` (the RAG covariate): the share of its citations that point to a
-  passage not labelled relevant for the question. 0 for an answer citing nothing (the citation
-  count separates "cites nothing" from "cites only relevant passages") and for a question
-  without relevance labels (the covariate is then neutral on it).
+- ``markdown_elements``: its markdown headers, list items and bold spans (FastChat's markup
+  covariates, summed).
 
-Normalisation as Chatbot Arena's: for the counts (length, citations) the difference is taken as
-a ratio, (a - b) / (a + b + 1), so 300 against 100 tokens weighs like 30 against 10; the share
-is already a ratio and is differenced plainly. Each covariate is then divided by its scale over
+Whether the citations point to relevant passages is quality, which a RAG judge rewards: a
+covariate for it would control away part of what is being ranked (the reference judge's
+citation score is exactly one minus the share of non-relevant citations). It is reported
+beside the fit instead, as each model's mean ``citation_precision`` (``STYLE_DIAGNOSTICS``).
+
+Normalisation as Chatbot Arena's: every covariate is a count and its difference is taken as a
+ratio, (a - b) / (a + b + 1), so 300 against 100 tokens weighs like 30 against 10. Each covariate is then divided by its scale over
 the games, computed once on all games and kept in every bootstrap tournament, so a coefficient
 is the change in log-odds per typical style difference. One departure: Chatbot Arena also
 subtracts the mean difference, which is harmless there because which model is "model_a" is
@@ -41,6 +44,7 @@ answers barely vary in style; the fit relies on the spread of style within model
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -55,8 +59,9 @@ from polyrag.judge.games import shown_text
 
 log = logging.getLogger(__name__)
 
-STYLE_COVARIATES = ["length_tokens", "citations", "nonrelevant_citation_share"]
-RATIO_COVARIATES = {"length_tokens", "citations"}  # counts, differenced as (a - b) / (a + b + 1)
+STYLE_COVARIATES = ["length_tokens", "citations", "markdown_elements"]  # counts, differenced as (a - b) / (a + b + 1)
+STYLE_DIAGNOSTICS = ["citation_precision"]  # reported per model, never controlled for
+MARKDOWN = re.compile(r"^\s{0,3}#{1,6}\s|^\s*(?:[-*+]|\d+[.)])\s|\*\*[^*\n]+\*\*|__[^_\n]+__", re.MULTILINE)
 SHARE_A = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5}
 
 
@@ -69,8 +74,11 @@ def rank_by(score: np.ndarray) -> np.ndarray:
 
 def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
                  count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
-    """``query_id`` + ``STYLE_COVARIATES`` for one model's answers (results/answers/{model}/{lang})
-    to the questions of results/data/{lang}; ``count_tokens`` defaults to the e5 tokenizer."""
+    """``query_id`` + ``STYLE_COVARIATES`` + ``STYLE_DIAGNOSTICS`` for one model's answers
+    (results/answers/{model}/{lang}) to the questions of results/data/{lang}; ``count_tokens``
+    defaults to the e5 tokenizer. ``citation_precision``: the share of its citations that point
+    to a passage labelled relevant; empty for an answer citing nothing or a question without
+    relevance labels."""
     if count_tokens is None:
         from polyrag.text import e5_token_counter
 
@@ -87,11 +95,11 @@ def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
         text = shown_text(answer)
         cited = parse_citations(text, docids)  # what the judge read, parsed answer or raw output
         relevant = set(question["relevant_docids"])
-        nonrelevant = sum(docid not in relevant for docid in cited)
         rows.append({"query_id": query_id, "length_tokens": count_tokens(strip_citations(text, docids)),
-                     "citations": len(cited),
-                     "nonrelevant_citation_share": nonrelevant / len(cited) if cited and relevant else 0.0})
-    return pd.DataFrame(rows, columns=["query_id", *STYLE_COVARIATES])
+                     "citations": len(cited), "markdown_elements": len(MARKDOWN.findall(text)),
+                     "citation_precision": (sum(docid in relevant for docid in cited) / len(cited)
+                                            if cited and relevant else np.nan)})
+    return pd.DataFrame(rows, columns=["query_id", *STYLE_COVARIATES, *STYLE_DIAGNOSTICS])
 
 
 def matchups(games: pd.DataFrame) -> pd.DataFrame:
@@ -107,7 +115,7 @@ def matchups(games: pd.DataFrame) -> pd.DataFrame:
 def style_differences(pairs: pd.DataFrame, style_by_model: dict[str, pd.DataFrame],
                       covariates: list[str] = STYLE_COVARIATES) -> pd.DataFrame:
     """Per row of ``pairs`` (``query_id, model_a, model_b``): model_a's answer's style minus
-    model_b's, as ratios for counts (see the module docstring), before scaling."""
+    model_b's, as ratios (see the module docstring), before scaling."""
     def side(column: str) -> pd.DataFrame:
         parts = [style.assign(query_id=style["query_id"].astype(str), **{column: model})
                  for model, style in style_by_model.items()]
@@ -121,11 +129,7 @@ def style_differences(pairs: pd.DataFrame, style_by_model: dict[str, pd.DataFram
         return found[covariates].astype(float)
 
     a, b = side("model_a"), side("model_b")
-    differences = a - b
-    for covariate in covariates:
-        if covariate in RATIO_COVARIATES:
-            differences[covariate] = differences[covariate] / (a[covariate] + b[covariate] + 1.0)
-    return differences
+    return (a - b) / (a + b + 1.0)
 
 
 def fit_style_controlled(model_design: np.ndarray, covariates: np.ndarray, wins_a: np.ndarray, wins_b: np.ndarray,
@@ -148,7 +152,8 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     """Style-controlled leaderboard of one judge and language.
 
     Returns ``(table, coefficients, bootstrap)``: ``table`` has ``model, logit, ci_low, ci_high,
-    rank, rank_best, rank_worst``; ``coefficients`` has ``covariate, coefficient, ci_low,
+    rank, rank_best, rank_worst, n_questions, citation_precision`` (the mean over the model's
+    answers in ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate, coefficient, ci_low,
     ci_high, scale`` (``coefficient / scale``: log-odds per unit of the ratio difference; a
     covariate that never differs has nan); ``bootstrap`` has ``tournament, model, logit``."""
     counts = tally(games, models)
@@ -181,7 +186,9 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     low, high, best, worst = intervals_and_ranks(logit, logit_samples, len(questions))
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
                           "rank": rank_by(logit), "rank_best": best, "rank_worst": worst,
-                          "n_questions": len(questions)}).sort_values(["rank", "model"], ignore_index=True)
+                          "n_questions": len(questions),
+                          "citation_precision": [style_by_model[model]["citation_precision"].mean() for model in models]}
+                         ).sort_values(["rank", "model"], ignore_index=True)
     coefficient_low, coefficient_high = bootstrap_interval(coefficient, coefficient_samples, len(questions))
     fitted = pd.DataFrame({"covariate": used, "coefficient": coefficient, "ci_low": coefficient_low,
                            "ci_high": coefficient_high})

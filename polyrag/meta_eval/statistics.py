@@ -22,6 +22,8 @@ import pandas as pd
 from scipy.stats import binomtest, norm
 from statsmodels.stats.multitest import multipletests
 
+from polyrag.clustered_intervals import stratified_cluster_variance, wilson_interval
+
 
 def group_ids(labels: np.ndarray, langs: np.ndarray) -> np.ndarray:
     """One integer per (language, class) group."""
@@ -43,21 +45,6 @@ def question_ids(langs: np.ndarray, query_ids: np.ndarray) -> np.ndarray:
     return pd.factorize(pd.Series(list(zip(langs, query_ids))))[0]
 
 
-def stratified_cluster_variance(contributions: np.ndarray, clusters: np.ndarray, strata: np.ndarray) -> float:
-    """Variance of a sum of per-row ``contributions`` whose clusters are sampled independently
-    within strata: sum over strata of Q/(Q-1) times the squared deviations of the cluster totals
-    from their stratum mean (the linearisation, or sandwich, estimator)."""
-    totals = np.bincount(clusters, weights=contributions)
-    stratum_of_cluster = np.zeros(len(totals), dtype=int)
-    stratum_of_cluster[clusters] = pd.factorize(strata)[0]
-    variance = 0.0
-    for stratum in np.unique(stratum_of_cluster):
-        members = totals[stratum_of_cluster == stratum]
-        if len(members) > 1:
-            variance += len(members) / (len(members) - 1) * np.sum((members - members.mean()) ** 2)
-    return float(variance)
-
-
 def recall_contributions(correct: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each group's recall, each row's influence on balanced accuracy): the balanced accuracy
     minus its value is the sum of the rows' (correct - recall of its group) / (groups x size)."""
@@ -70,13 +57,6 @@ def recall_contributions(correct: np.ndarray, groups: np.ndarray) -> tuple[np.nd
 def clustered_se(correct: np.ndarray, groups: np.ndarray, clusters: np.ndarray, strata: np.ndarray) -> float:
     """Standard error of balanced accuracy with questions as clusters within language strata."""
     return float(np.sqrt(stratified_cluster_variance(recall_contributions(correct, groups)[1], clusters, strata)))
-
-
-def wilson_interval(recall: float, size: float, z: float) -> tuple[float, float]:
-    """Wilson score interval of a proportion observed on ``size`` (possibly fractional) trials."""
-    centre = (recall + z * z / (2 * size)) / (1 + z * z / size)
-    half = z / (1 + z * z / size) * np.sqrt(recall * (1 - recall) / size + z * z / (4 * size * size))
-    return centre - half, centre + half
 
 
 def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters: np.ndarray, strata: np.ndarray,
