@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference  # noqa: E402
 from polyrag.arena.style_control import style_controlled_bt  # noqa: E402
 from tests.test_arena import simulate_games  # noqa: E402
-from tests.test_judge_diagnostics import (LONGER_WHEN_WORSE, STRENGTHS, TRUE_ORDER, first_position_truth,  # noqa: E402
+from tests.test_judge_diagnostics import (LONGER_WHEN_WORSE, SPREAD, STRENGTHS, TRUE_ORDER, first_position_truth,  # noqa: E402
                                           noisy_judges, population_kappa, sigmoid, styled_arena)
 
 FIRST_BIAS, DELTA, LENGTH_BIAS, ALPHA = 0.8, 0.5, 4.0, 0.01
@@ -98,15 +98,15 @@ def kappa(simulations: int, questions: int, tournaments: int) -> dict:
 
 
 def preference(simulations: int, questions: int, tournaments: int) -> dict:
-    models = sorted(STRENGTHS)
+    models = sorted(SPREAD)  # judges that discriminate: self-preference is computed only for them
     truth = DELTA * (1 - 1 / len(models))
-    favoured = {**STRENGTHS, "m2": STRENGTHS["m2"] + DELTA}
+    favoured = {**SPREAD, "m2": SPREAD["m2"] + DELTA}
     covered, estimates = [], []
     start = time.perf_counter()
     for simulation in range(simulations):
         rng = np.random.default_rng(20_000 + simulation)
-        games = {"own": simulate_games(favoured, questions, rng), "other-1": simulate_games(STRENGTHS, questions, rng),
-                 "other-2": simulate_games(STRENGTHS, questions, rng)}
+        games = {"own": simulate_games(favoured, questions, rng), "other-1": simulate_games(SPREAD, questions, rng),
+                 "other-2": simulate_games(SPREAD, questions, rng)}
         table = self_preference(games, models, {"m2": "f"}, {"own": "f", "other-1": "g", "other-2": "h"}, ALPHA,
                                 tournaments, rng)
         result = table.iloc[0]

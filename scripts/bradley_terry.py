@@ -9,7 +9,7 @@ import logging
 
 import pandas as pd
 
-from polyrag.arena.bradley_terry import bradley_terry
+from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bradley_terry
 from polyrag.arena.diagnostics import judge_diagnostics
 from polyrag.arena.games import read_games
 from polyrag.arena.panel import panel_agreement
@@ -19,9 +19,6 @@ from polyrag.seeds import rng_for
 from polyrag.text import e5_token_counter
 
 log = logging.getLogger("polyrag")
-# Below this many questions the question bootstrap has too few distinct resamples for its
-# percentile intervals to mean much (with 2 questions there are 3).
-FEW_QUESTIONS = 10
 
 
 def log_position_bias(bias: dict, judge: str, lang: str) -> None:
@@ -47,9 +44,9 @@ def main() -> None:
         "%d games on %d questions: %d ties (half a win each), %d invalid verdicts excluded",
         (games["verdict"] != "invalid").sum(), games["query_id"].nunique(),
         (games["verdict"] == "tie").sum(), (games["verdict"] == "invalid").sum())
-    if games["query_id"].nunique() < FEW_QUESTIONS:
+    if games["query_id"].nunique() < MIN_BOOTSTRAP_QUESTIONS:
         log.warning("judge %s has games on only %d questions in %s: its intervals (question bootstrap) are not "
-                    "reliable below %d", judge, games["query_id"].nunique(), lang, FEW_QUESTIONS)
+                    "reliable below %d", judge, games["query_id"].nunique(), lang, MIN_BOOTSTRAP_QUESTIONS)
     table.to_csv(sm.output.table, index=False)
     bootstrap.to_parquet(sm.output.bootstrap, index=False)
     tournaments.to_parquet(sm.output.tournaments, index=False)

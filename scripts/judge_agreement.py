@@ -12,7 +12,9 @@ from polyrag.logs import run_logged
 from polyrag.seeds import rng_for
 
 SELF_PREFERENCE_COLUMNS = ["lang", "judge", "model", "family", "self_preference", "ci_low", "ci_high", "logit",
-                           "logit_other_judges", "other_judges", "models_compared", "questions_compared"]
+                           "logit_other_judges", "other_judges", "models_compared", "questions_compared",
+                           "discriminates", "position_consistency", "position_consistency_ci_low",
+                           "position_consistency_chance", "note"]
 
 
 def main() -> None:

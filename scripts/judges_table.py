@@ -14,8 +14,8 @@ NOTES = {
     "diagnostics": (
         "first_position_win_rate: how often the judge picks whichever answer it read first (95% interval); a fair "
         "judge is near 0.50 because every pair is shown in both orders. position_consistency: the share of "
-        "question-pairs whose verdict stays the same when the two answers swap places, beside the level a judge "
-        "guessing with the same verdict frequencies reaches (position_consistency_chance). invalid_rate: replies "
+        "question-pairs whose verdict stays the same when the two answers swap places, beside the most a judge "
+        "that does not read the answers reaches with the same tie rate (position_consistency_chance). invalid_rate: replies "
         "that could not be read as a verdict (left out of the ranking); tie_rate: ties among readable verdicts. "
         "panel_agreement: the mean share of a panel's judges that gave the panel's verdict (1: unanimous)."),
     "agreement": (

@@ -58,10 +58,10 @@ def test_position_consistency_of_a_position_biased_judge_is_its_known_probabilit
     assert result["position_consistency_ci_high"] >= independent[1] - 1e-8
     assert abs(result["position_consistency"] - expected) < 3 * np.sqrt(expected * (1 - expected) / 900)
     assert result["position_consistency_ci_low"] <= expected <= result["position_consistency_ci_high"]
-    # Chance level: two draws from the judge's own verdict shares (winner by model, ties) agree.
-    shares = pd.Series([v for orders in pairs.values() for v in orders.values()]).value_counts(normalize=True)
-    assert result["position_consistency_chance"] == pytest.approx((shares ** 2).sum())
-    assert result["position_consistency"] < result["position_consistency_chance"]  # a biased judge is below chance
+    # Chance level without ties: a judge that does not read the answers agrees with itself at most
+    # half the time; this one favours the first answer, and falls below.
+    assert result["position_consistency_chance"] == 0.5
+    assert result["position_consistency"] < result["position_consistency_chance"]
 
 
 def test_a_judge_that_always_picks_the_first_answer_is_never_consistent_and_below_chance():
@@ -69,7 +69,7 @@ def test_a_judge_that_always_picks_the_first_answer_is_never_consistent_and_belo
     games["verdict"] = np.where(games["shown_first"] == games["model_a"], "model_a", "model_b")
     result = judge_diagnostics(games)
     assert result["position_consistency"] == 0 and result["first_position_win_rate"] == 1
-    assert result["position_consistency_chance"] == pytest.approx(0.5)  # half model_a, half model_b
+    assert result["position_consistency_chance"] == 0.5  # no ties
     assert result["position_consistency_ci_high"] == pytest.approx(wilson(0, result["pairs_both_orders"])[1])
 
 
@@ -128,6 +128,26 @@ def test_position_intervals_cover_when_the_games_of_a_question_share_its_positio
     assert binom.cdf(sum(covered), simulations, 0.95) > 0.001  # consistent with 0.95 (99.9% band, lower side)
     assert np.mean(covered) <= 0.99
     assert np.mean(naive) < 0.7  # 0.615 here
+
+
+def test_the_guessers_consistency_is_the_best_a_judge_blind_to_the_answers_reaches():
+    """A judge that never reads the answers, picking the first with f, the second with g and a tie
+    with t, at every f/g split: simulated consistency 2fg + t**2, never above the chance level;
+    a judge that reads them (BT verdicts, the stronger model named model_a every time, where the
+    squared verdict shares would call it a guesser) is above."""
+    rng = np.random.default_rng(5)
+    for first, tie in ((0.45, 0.1), (0.7, 0.1), (0.3, 0.4)):
+        games = simulate_games({m: 0.0 for m in "abcd"}, 300, rng)
+        draw = rng.random(len(games))
+        first_wins = np.where(games["shown_first"] == games["model_a"], "model_a", "model_b")
+        second_wins = np.where(games["shown_first"] == games["model_a"], "model_b", "model_a")
+        games["verdict"] = np.where(draw < tie, "tie", np.where(draw < tie + first, first_wins, second_wins))
+        result = judge_diagnostics(games)
+        second = 1 - first - tie
+        assert abs(result["position_consistency"] - (2 * first * second + tie**2)) < 0.03
+        assert result["position_consistency_ci_low"] < result["position_consistency_chance"]
+    reader = judge_diagnostics(simulate_games(STRENGTHS, 150, np.random.default_rng(6)))
+    assert reader["position_consistency_ci_low"] > reader["position_consistency_chance"] == 0.5
 
 
 def test_a_game_judged_twice_in_the_same_order_is_an_error():
@@ -232,10 +252,13 @@ def test_self_preference_resamples_the_same_questions_for_every_judge():
     assert table[["self_preference", "ci_low", "ci_high"]].iloc[0].tolist() == pytest.approx([0, 0, 0], abs=1e-9)
 
 
+SPREAD = {model: 2 * strength for model, strength in STRENGTHS.items()}  # judges that clearly discriminate
+
+
 def test_self_preference_compares_judges_on_the_models_all_of_them_played():
-    models = sorted(STRENGTHS)
-    subset = simulate_games({m: STRENGTHS[m] for m in models[:3]}, 60, np.random.default_rng(10))
-    games_by_judge = {"j1": simulate_games(STRENGTHS, 60, np.random.default_rng(11)), "j2": subset}
+    models = sorted(SPREAD)
+    subset = simulate_games({m: SPREAD[m] for m in models[:3]}, 60, np.random.default_rng(10))
+    games_by_judge = {"j1": simulate_games(SPREAD, 60, np.random.default_rng(11)), "j2": subset}
     table = self_preference(games_by_judge, models, {"m0": "f"}, {"j1": "f", "j2": "g"}, 0.01, 30,
                             np.random.default_rng(12))
     row = table.iloc[0]
@@ -247,27 +270,45 @@ def test_self_preference_compares_judges_on_the_models_all_of_them_played():
 
 def test_self_preference_compares_judges_on_the_questions_all_of_them_judged():
     """A judge run on a few questions (max_questions): the other judge is refitted on those
-    questions only, and no bootstrap tournament leaves a judge without games."""
-    models = sorted(STRENGTHS)
-    full = simulate_games(STRENGTHS, 40, np.random.default_rng(14))
-    few_questions = sorted(full["query_id"].unique())[:3]
-    few = simulate_games(STRENGTHS, 40, np.random.default_rng(15)).query("query_id in @few_questions")
-    table = self_preference({"j1": full, "j2": few}, models, {"m0": "f"}, {"j1": "f", "j2": "g"}, 0.01, 200,
-                            np.random.default_rng(16))
+    questions only, and no bootstrap tournament leaves a judge without games. Below 10 questions
+    the gap has no interval."""
+    models = sorted(SPREAD)
+    full = simulate_games(SPREAD, 40, np.random.default_rng(14))
+    for count in (12, 3):
+        few_questions = sorted(full["query_id"].unique())[:count]
+        few = simulate_games(SPREAD, 40, np.random.default_rng(15)).query("query_id in @few_questions")
+        table = self_preference({"j1": full, "j2": few}, models, {"m0": "f"}, {"j1": "f", "j2": "g"}, 0.01, 200,
+                                np.random.default_rng(16))
+        row = table.iloc[0]
+        assert row["questions_compared"] == count
+        expected = (maximum_likelihood(full.query("query_id in @few_questions"), models, 0.01)[0]
+                    - maximum_likelihood(few, models, 0.01)[0])
+        if count == 3:  # too few questions to tell whether the judges discriminate: no comparison at all
+            assert np.isnan(row["self_preference"]) and "does not discriminate" in row["note"]
+            continue
+        assert row["self_preference"] == pytest.approx(expected, abs=1e-4)
+        assert row["ci_low"] <= row["self_preference"] <= row["ci_high"]
+
+
+def test_self_preference_of_a_judge_that_answers_by_position_is_not_computed():
+    """The demo's Gemma judge picks the first answer every time: every model gets the same
+    logit under it, and its 'self-preference' would only be the other judge's gap."""
+    models = sorted(SPREAD)
+    first = simulate_games(SPREAD, 30, np.random.default_rng(17))
+    first["verdict"] = np.where(first["shown_first"] == first["model_a"], "model_a", "model_b")
+    table = self_preference({"first": first, "fair": simulate_games(SPREAD, 30, np.random.default_rng(18))}, models,
+                            {"m3": "f"}, {"first": "f", "fair": "g"}, 0.01, 50, np.random.default_rng(19))
     row = table.iloc[0]
-    assert row["questions_compared"] == 3
-    expected = (maximum_likelihood(full.query("query_id in @few_questions"), models, 0.01)[0]
-                - maximum_likelihood(few, models, 0.01)[0])
-    assert row["self_preference"] == pytest.approx(expected, abs=1e-4)
-    assert row["ci_low"] <= row["self_preference"] <= row["ci_high"]
+    assert not row["discriminates"] and row["position_consistency"] == 0 and np.isnan(row["self_preference"])
+    assert row["note"].startswith("first does not discriminate: position consistency 0.00")
 
 
 def test_self_preference_without_a_judge_of_another_family_is_nan_and_says_why():
-    games = simulate_games(STRENGTHS, 10, np.random.default_rng(13))
-    table = self_preference({"j1": games, "j2": games}, sorted(STRENGTHS), {"m0": "f"}, {"j1": "f", "j2": "f"},
+    games = simulate_games(SPREAD, 30, np.random.default_rng(13))
+    table = self_preference({"j1": games, "j2": games}, sorted(SPREAD), {"m0": "f"}, {"j1": "f", "j2": "f"},
                             0.01, 20, np.random.default_rng(0))
     assert len(table) == 2 and table["self_preference"].isna().all()
-    assert (table["other_judges"] == "none of another family").all()
+    assert (table["other_judges"] == "none").all() and table["note"].str.startswith("no judge of another family").all()
 
 
 # --- panel ----------------------------------------------------------------------------------

@@ -190,8 +190,8 @@ def test_judge_diagnostics_panel_and_style_control(run):
             both = [verdicts for verdicts in orders.values() if len(verdicts) == 2]
             consistent = sum(verdicts[0] == verdicts[1] for verdicts in both)
             assert (row["pairs_both_orders"], row["consistent_pairs"]) == (len(both), consistent)
-            shares = valid["verdict"].value_counts(normalize=True)
-            assert row["position_consistency_chance"] == pytest.approx((shares ** 2).sum())
+            tie_rate = np.mean([verdict == "tie" for verdicts in both for verdict in verdicts]) if both else np.nan
+            assert row["position_consistency_chance"] == pytest.approx(tie_rate**2 + (1 - tie_rate) ** 2 / 2, nan_ok=True)
             decisive = valid[valid["verdict"] != "tie"]
             first = (decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"]) == decisive["shown_first"])
             assert row["first_position_win_rate"] == pytest.approx(first.mean())
@@ -229,8 +229,9 @@ def test_judge_diagnostics_panel_and_style_control(run):
         assert row["kappa"] == pytest.approx(expected, nan_ok=True)
         assert pair[frozenset(["reference", "panel"])]["member_of_panel"]
         preference = pd.read_csv(workdir / "results" / "arena" / lang / "self_preference.csv")
-        assert preference[["judge", "model", "family", "other_judges"]].values.tolist() == [
-            ["gemma-judge", "gemma-270m", "gemma", "reference"]]
+        # The Gemma judge answers by position on 2 questions: no self-preference, and the note says why.
+        assert preference[["judge", "model", "family"]].values.tolist() == [["gemma-judge", "gemma-270m", "gemma"]]
+        assert preference["self_preference"].isna().all() and "does not discriminate" in preference["note"].iloc[0]
     # Gemma, a base model, answers by position: over both languages its first-position win rate's
     # interval lies above 0.5 (a fair judge's rate).
     wins, decisive = map(int, np.sum(gemma_first_wins, axis=0))

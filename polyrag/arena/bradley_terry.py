@@ -34,6 +34,9 @@ from scipy.stats import t as student_t
 from polyrag.arena.games import question_win_matrices, tally
 from polyrag.errors import DataError
 
+# Below this many questions a question bootstrap has too few distinct resamples for an interval
+# to mean much (with 2 questions there are 3): the workflow warns, and self-preference shows none.
+MIN_BOOTSTRAP_QUESTIONS = 10
 
 def fit_logits(wins: np.ndarray, alpha: float) -> np.ndarray:
     """Centred, L2-penalised BT logits from a win matrix (``wins[i, j]``: wins of i over j,

@@ -8,14 +8,19 @@ answer the judge read first. A game is identified by ``GAME_KEY``.
   ``position_bias`` plus invalid and tie rates and the position consistency: the share of
   (question, pair) whose two orders got the same verdict (same winner, or a tie both times),
   over those with a valid verdict in both orders, with a 95% Wilson interval clustered by
-  question (the pairs of one question are not independent trials). Beside it, the consistency a
-  judge reaches by chance: two independent draws from this judge's own verdicts
-  (``model_a``/``model_b``/``tie``) agree with probability sum(p**2). A judge that always picks the first answer scores 0 against a
-  chance level of about 0.5.
+  question (the pairs of one question are not independent trials). Beside it,
+  ``position_consistency_chance``: the most a judge that does not read the answers can reach
+  with this judge's tie rate t, t**2 + (1 - t)**2 / 2. Such a judge cannot tell model_a's answer
+  from model_b's, only first from second: picking the first answer with probability f and the
+  second with g (f + g + t = 1) in both orders, it agrees with itself with probability
+  2fg + t**2, largest at f = g. The baseline does not depend on which model is named model_a
+  (the alphabetically first, unrelated to the verdicts), where the sum of squared verdict shares
+  would rise with every lopsided pair. A judge that always picks the first answer scores 0.
 - ``judge_agreement``: Cohen's kappa between two judges over the games both judged with a valid
   verdict (labels ``model_a``/``model_b``/``tie``), with a 95% percentile interval from
   bootstrap tournaments that resample questions with all their games.
-- ``self_preference``: how much a judge favours a contestant of its own family, in BT logits.
+- ``self_preference``: how much a judge favours a contestant of its own family, in BT logits,
+  for judges that discriminate (``discrimination``).
   Logits from different judges are comparable only up to a shift (a BT fit sees differences
   only), so every judge is refitted on the same models (those with a valid game under every
   judge given) and the same questions (those with a valid game between them under every judge:
@@ -32,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import fit_logits, tournament_counts
+from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, fit_logits, tournament_counts
 from polyrag.arena.games import position_bias, question_win_matrices
 from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
@@ -73,7 +78,8 @@ def judge_diagnostics(games: pd.DataFrame) -> dict:
     consistent = int(same.sum())
     low, high = clustered_wilson_interval(same, pairs["query_id"].to_numpy())
     verdicts = pd.concat([pairs["verdict_a_first"], pairs["verdict_b_first"]])
-    chance = float((verdicts.value_counts(normalize=True) ** 2).sum()) if len(pairs) else np.nan
+    tie_rate = float((verdicts == "tie").mean()) if len(pairs) else np.nan
+    chance = tie_rate**2 + (1 - tie_rate) ** 2 / 2
     return {**bias, "games": total, "valid_games": valid, "questions": games["query_id"].nunique(),
             "invalid_rate": bias["invalid"] / total if total else np.nan,
             "tie_rate": bias["ties"] / valid if valid else np.nan,
@@ -160,14 +166,32 @@ def joint_win_matrices(games_by_judge: dict[str, pd.DataFrame], models: list[str
     return questions, wins
 
 
+def discrimination(games: pd.DataFrame) -> dict:
+    """Whether a judge reads the answers: its position consistency's interval lies above the
+    consistency of a guesser with its own verdict shares (``judge_diagnostics``). A judge that
+    answers by position, or at random, gives every model about the same logit; a gap between its
+    logits and another judge's then measures the other judge, not favouritism."""
+    result = judge_diagnostics(games)
+    return {"position_consistency": result["position_consistency"],
+            "position_consistency_ci_low": result["position_consistency_ci_low"],
+            "position_consistency_chance": result["position_consistency_chance"],
+            "discriminates": bool(result["position_consistency_ci_low"] > result["position_consistency_chance"])}
+
+
 def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], model_family: dict[str, str],
                     judge_family: dict[str, str], alpha: float, n_bootstrap: int,
                     rng: np.random.Generator) -> pd.DataFrame:
     """One row per (judge, contestant of the judge's family): ``self_preference`` (the
     contestant's logit under the judge minus its mean logit under the judges of other families)
     with its 95% bootstrap interval, both logits, the other judges and the models compared.
-    A judge or model without a family takes no part; a contestant without another-family judge
-    gets nan and says so in ``other_judges``. Pass real judges only: a panel contains its members."""
+
+    Only judges that discriminate (``discrimination``, on the compared models and questions)
+    take part: a judge that does not gets no self-preference, and such a judge of another family
+    is left out of the comparison; ``note`` says why a row is empty. Below
+    ``MIN_BOOTSTRAP_QUESTIONS`` questions the gap is shown without an interval (a question
+    bootstrap has too few distinct resamples). A judge or model without a family takes no part;
+    a contestant without a discriminating judge of another family gets nan. Pass real judges
+    only: a panel contains its members."""
     judges = list(games_by_judge)
     compared = models_played_by_every_judge(games_by_judge, models)
     if len(compared) < 2:
@@ -176,6 +200,9 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
     questions, wins = joint_win_matrices(games_by_judge, compared)
     if not questions:
         raise DataError(f"self-preference needs a question with valid games under every judge of {judges}")
+    judged = {judge: discrimination(games[games["model_a"].isin(compared) & games["model_b"].isin(compared)
+                                          & games["query_id"].isin(questions)])
+              for judge, games in games_by_judge.items()}
     logits = np.array([fit_logits(judge_wins.sum(axis=0), alpha) for judge_wins in wins])  # judge x model
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
     samples = np.array([[fit_logits(np.tensordot(counts, judge_wins, axes=1), alpha) for judge_wins in wins]
@@ -186,18 +213,29 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
         for m, model in enumerate(compared):
             if family is None or model_family.get(model) != family:
                 continue
-            others = [k for k, other in enumerate(judges) if k != j and judge_family.get(other) != family]
-            row = {"judge": judge, "model": model, "family": family,
-                   "other_judges": ",".join(judges[k] for k in others) or "none of another family",
-                   "models_compared": len(compared), "questions_compared": len(questions), "logit": logits[j, m]}
-            if others:
-                gap = samples[:, j, m] - samples[:, others, m].mean(axis=1)
-                low, high = np.percentile(gap, [2.5, 97.5])
-                row.update(logit_other_judges=logits[others, m].mean(),
-                           self_preference=logits[j, m] - logits[others, m].mean(), ci_low=low, ci_high=high)
+            others = [k for k, other in enumerate(judges)
+                      if k != j and judge_family.get(other) != family and judged[other]["discriminates"]]
+            row = {"judge": judge, "model": model, "family": family, **judged[judge],
+                   "other_judges": ",".join(judges[k] for k in others) or "none",
+                   "models_compared": len(compared), "questions_compared": len(questions), "logit": logits[j, m],
+                   **dict.fromkeys(["logit_other_judges", "self_preference", "ci_low", "ci_high"], np.nan), "note": ""}
+            if not judged[judge]["discriminates"]:
+                row["note"] = (f"{judge} does not discriminate: position consistency "
+                               f"{judged[judge]['position_consistency']:.2f} (95% lower bound "
+                               f"{judged[judge]['position_consistency_ci_low']:.2f}) is not above a guesser's "
+                               f"{judged[judge]['position_consistency_chance']:.2f}")
+            elif not others:
+                row["note"] = "no judge of another family that discriminates"
             else:
-                row.update(dict.fromkeys(["logit_other_judges", "self_preference", "ci_low", "ci_high"], np.nan))
+                row.update(logit_other_judges=logits[others, m].mean(),
+                           self_preference=logits[j, m] - logits[others, m].mean())
+                if len(questions) >= MIN_BOOTSTRAP_QUESTIONS:
+                    gap = samples[:, j, m] - samples[:, others, m].mean(axis=1)
+                    row["ci_low"], row["ci_high"] = np.percentile(gap, [2.5, 97.5])
+                else:
+                    row["note"] = f"{len(questions)} questions compared: no interval below {MIN_BOOTSTRAP_QUESTIONS}"
             rows.append(row)
     columns = ["judge", "model", "family", "self_preference", "ci_low", "ci_high", "logit", "logit_other_judges",
-               "other_judges", "models_compared", "questions_compared"]
+               "other_judges", "models_compared", "questions_compared", "discriminates", "position_consistency",
+               "position_consistency_ci_low", "position_consistency_chance", "note"]
     return pd.DataFrame(rows, columns=columns)
