@@ -30,6 +30,7 @@ rule arena_round:
         adaptive=settings_entry(config),
         regularization=config["arena"]["regularization"],
         surrogate=lambda wildcards: config["arena"]["surrogate"] if placement_round(config, wildcards.judge, int(wildcards.k)) else None,
+        free_judge=lambda wildcards: config["judges"][wildcards.judge]["backend"] in NOT_LLM_JUDGES,
         seed=config["seed"],
     localrule: True
     log:

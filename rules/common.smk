@@ -5,6 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from polyrag.config import (
+    NOT_LLM_JUDGES,
     arena_judge,
     families,
     finetune_adapter_dir,

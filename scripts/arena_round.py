@@ -50,7 +50,11 @@ def main() -> None:
     predicted = predicted_logits(sm, games, models, settings) if sm.params.surrogate else None
     units, reason = next_round(games, models, questions, budget_units, settings, sm.params.seed, lang, k, predicted)
     units = units.reindex(columns=[*UNIT_COLUMNS, "score"])
-    record = round_record(k, reason, units, spent, budget_units, len(models), len(questions))
+    record = round_record(k, reason, units, spent, budget_units, len(models), len(questions), sm.params.free_judge)
+    if sm.params.free_judge:
+        logging.getLogger("polyrag").warning(
+            "judge %s calls no language model: its budget is a simulation of which units a paying judge would "
+            "judge (round records: budget_simulated, simulated_judge_calls)", sm.wildcards.judge)
     logging.getLogger("polyrag").info(
         "%s round %d (%s): %d units on %d pairs; %d of %d units spent (%.1f%% of the exhaustive %d)",
         lang, k, reason, len(units), units.groupby(["model_a", "model_b"]).ngroups, record["spent_units"],

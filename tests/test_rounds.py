@@ -100,8 +100,11 @@ def test_question_ids_are_the_arena_items():
 def test_round_record_counts_units_and_calls():
     units = pd.DataFrame({"model_a": ["a"] * 7, "model_b": ["b"] * 7, "query_id": list("abcdefg")})
     record = round_record(2, "ranking", units, 30, 60, 5, 12)
-    assert record["spent_units"] == 37 and record["judge_calls"] == 74
+    assert record["spent_units"] == 37 and record["judge_calls"] == 74 and not record["budget_simulated"]
     assert record["exhaustive_units"] == 120 and record["share_spent"] == pytest.approx(37 / 120)
+    # A judge that calls no language model spends nothing: the budget is a simulation, and says so.
+    free = round_record(2, "ranking", units, 30, 60, 5, 12, free_judge=True)
+    assert free["budget_simulated"] and free["judge_calls"] == 0 and free["simulated_judge_calls"] == 74
 
 
 def test_with_budget_adds_games_and_share_spent():

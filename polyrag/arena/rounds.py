@@ -105,11 +105,15 @@ def question_ids(questions: pd.DataFrame, max_questions: int | None) -> list[str
 
 
 def round_record(round_index: int, reason: str, units: pd.DataFrame, spent_before: int, budget_units: int,
-                 n_models: int, n_questions: int) -> dict:
+                 n_models: int, n_questions: int, free_judge: bool = False) -> dict:
     """What ``rounds/round_{k}.json`` says: the units of the round, those spent once it is judged,
-    the budget and the exhaustive design (units are (question, pair) judged in both orders)."""
+    the budget and the exhaustive design (units are (question, pair) judged in both orders).
+    A judge that calls no language model (``free_judge``: the reference judge, recorded verdicts)
+    spends nothing: its budget is a simulation of what a paying judge would be allowed, so it
+    makes 0 ``judge_calls`` and the calls it stands for are ``simulated_judge_calls``."""
     spent = spent_before + len(units)
     total = exhaustive_units(n_models, n_questions)
     return {"round": round_index, "reason": reason, "units": len(units), "spent_units": spent,
             "budget_units": budget_units, "exhaustive_units": total, "share_spent": spent / total,
-            "judge_calls": 2 * spent, "models": n_models, "questions": n_questions}
+            "budget_simulated": free_judge, "judge_calls": 0 if free_judge else 2 * spent,
+            "simulated_judge_calls": 2 * spent if free_judge else 0, "models": n_models, "questions": n_questions}
