@@ -9,6 +9,8 @@
 if FT:
 
     rule finetune_questions:
+        input:
+            evaluated=expand("results/data/{lang}.parquet", lang=LANGUAGES),
         output:
             expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
         params:
@@ -80,6 +82,7 @@ if FT:
             adapter_config=f"{FT_DIR}/adapter/adapter_config.json",
             summary=f"{FT_DIR}/adapter/training.json",
             loss=f"{FT_DIR}/loss.csv",
+            epoch_loss=f"{FT_DIR}/epoch_loss.csv",
         params:
             # The base and how prompts are encoded; the student's other generation options do not retrain it.
             student={key: FT["student"].get(key) for key in ("model", "package", "revision", "mode")},

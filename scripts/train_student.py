@@ -1,4 +1,5 @@
-"""Snakemake entry point of rule train_student: the LoRA adapter and the loss history."""
+"""Snakemake entry point of rule train_student: the LoRA adapter, the loss history and the per-epoch
+loss on the training examples and the held-out questions."""
 
 from pathlib import Path
 
@@ -16,7 +17,8 @@ def main() -> None:
     student = {key: value for key, value in sm.params.student.items() if value is not None}
     base = base_checkpoint(student, sm.params.cache_dir)
     train_lora(read_examples(sm.input.examples), {"lora": sm.params.lora, **sm.params.trainer}, base,
-               Path(sm.output.adapter).parent, sm.output.loss, sm.params.seed, mode=student.get("mode", "chat"))
+               Path(sm.output.adapter).parent, sm.output.loss, sm.params.seed, mode=student.get("mode", "chat"),
+               epoch_path=sm.output.epoch_loss)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -296,11 +296,20 @@ def test_demo_training_questions(repo, tmp_path):
 
     training = {"source": "demo", "dir": str(repo / "resources" / "demo-train"), "questions_per_language": None,
                 "distractors": None}
+    evaluated_docids = {p["docid"] for lang in ("en", "de", "es", "hi", "ar", "zh")
+                        for r in load_demo(lang, repo / "resources" / "demo") for p in r["passages"]}
+    relevant_by_question = {}
     for lang in ("en", "de", "es", "hi", "ar", "zh"):
-        records = load_training_questions(training, lang, seed=1, cache_dir=str(tmp_path))
+        records = load_training_questions(training, lang, seed=1, cache_dir=str(tmp_path),
+                                          evaluated_docids=evaluated_docids)
         # each question's own 3 passages and the other questions' 9 (distractors as many as evaluated prompts have)
         assert len(records) == 4 and all(len(r["passages"]) == 12 and len(r["relevant_docids"]) == 1 for r in records)
-        assert len({p["docid"] for r in records for p in r["passages"]}) == 12
+        assert all(len({p["docid"] for p in r["passages"]}) == 12 for r in records)
+        # Docids of their own: none is an evaluated docid (as written, d1#1 was both a training
+        # question's relevant passage and an evaluated question's distractor, and the student cited it).
+        assert not {p["docid"] for r in records for p in r["passages"]} & evaluated_docids
+        for r in records:
+            relevant_by_question.setdefault(r["query_id"], set()).add(r["relevant_docids"][0])
         evaluated = load_demo(lang, repo / "resources" / "demo")
         assert not {r["query"] for r in records} & {r["query"] for r in evaluated}
         assert not {p["text"] for r in records for p in r["passages"]} & {p["text"] for r in evaluated for p in r["passages"]}
@@ -313,6 +322,9 @@ def test_demo_training_questions(repo, tmp_path):
         relevant = [r["relevant_docids"][0] for r in records]
         assert len({d.split("#")[1] for d in relevant}) > 1 and len({int(d[1:].split("#")[0]) % 2 for d in relevant}) > 1
         assert len({[p["docid"] for p in r["passages"]].index(r["relevant_docids"][0]) for r in records}) > 1
+    # Each example has docids of its own: the same question's relevant passage has another docid in
+    # every language, so no docid string can stand for an answer.
+    assert all(len(docids) == 6 for docids in relevant_by_question.values())
     # The distractor cap keeps every relevant passage and a seeded choice of the others.
     capped = load_training_questions({**training, "distractors": 1, "questions_per_language": 2}, "en", 1, str(tmp_path))
     assert len(capped) == 2 and all(len(r["passages"]) == 2 for r in capped)
@@ -525,3 +537,39 @@ def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
         served = backend.model(input_ids=torch.tensor([ids])).logits[0, -1]
     assert torch.allclose(served, expected, atol=1e-3)
     assert dict(backend.stream([request]))[0].ok
+
+
+def test_heldout_questions_are_not_trained_on_and_their_loss_is_the_models_loss_on_them(tiny_training, tmp_path):
+    """A quarter of the questions held out: none of their examples is trained on, and the last
+    epoch's held-out loss equals the trained model's mean answer-token loss on them, computed here
+    by a plain forward pass (the mean over examples of each one's mean over answer tokens)."""
+    from transformers import AutoTokenizer
+
+    from polyrag.llm.transformers_backend import prompt_ids
+    from polyrag.llm.types import Request
+    from polyrag.sft.train import split_heldout, train_lora
+
+    examples = tiny_training["examples"]
+    settings = {**TINY_TRAINING, "epochs": 2, "heldout_share": 0.25}
+    summary, model = train_lora(examples, settings, str(tiny_training["base"]), tmp_path / "adapter",
+                                tmp_path / "loss.csv", seed=11)
+    training, heldout = split_heldout(examples, 0.25, 11)
+    questions = {e["query_id"] for e in examples}
+    assert len({e["query_id"] for e in heldout}) == round(0.25 * len(questions))
+    assert not {e["query_id"] for e in training} & {e["query_id"] for e in heldout}
+    assert summary["examples"] == len(training) and summary["heldout_examples"] == len(heldout)
+    assert summary["heldout_questions"] == sorted({e["query_id"] for e in heldout})
+    epochs = read_loss(tmp_path / "epoch_loss.csv")
+    assert [float(row["epoch"]) for row in epochs] == [1.0, 2.0]
+    tokenizer = AutoTokenizer.from_pretrained(tiny_training["base"])
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for example in heldout:
+            prompt = prompt_ids(tokenizer, "chat", Request(messages=example["messages"], prompt=example["prompt"]))
+            answer = tokenizer(example["completion"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            logits = model(input_ids=torch.tensor([prompt + answer])).logits[0]
+            predicted = logits[len(prompt) - 1:-1]  # the positions that predict the answer's tokens
+            losses.append(torch.nn.functional.cross_entropy(predicted, torch.tensor(answer)).item())
+    assert float(epochs[-1]["heldout_loss"]) == pytest.approx(sum(losses) / len(losses), rel=1e-4)
+    assert float(epochs[-1]["train_loss"]) < float(epochs[0]["train_loss"])

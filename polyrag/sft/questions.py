@@ -8,10 +8,16 @@ passages make shorter training prompts, the main cost of training on CPU.
 
 The Parquet layout is the data stage's plus ``reference_reason`` (the demo's written reasons, which
 a mock teacher answers with; null elsewhere).
+
+Every training example gets docids of its own (``with_fresh_docids``): the document part of each
+docid is replaced by a seeded random number, never one of the evaluated questions' docids. A
+student trained on the docids as written learnt their strings: it cited a training question's
+relevant docid (``d1#1``) when that string named a distractor of an evaluated question.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,8 +42,36 @@ def with_distractors_capped(record: dict, distractors: int | None, seed: int) ->
                                    if p["docid"] in relevant or i in chosen]}
 
 
-def load_training_questions(training: dict, language: str, seed: int, cache_dir: str) -> list[dict]:
-    """The training questions of one language (``training``: the validated ``finetune.training``)."""
+def with_fresh_docids(record: dict, evaluated_docids: set[str], seed: int) -> dict:
+    """``record`` with every docid's document part (before ``#``, digits after any letter prefix)
+    replaced by a seeded random number, distinct within the record and from ``evaluated_docids``,
+    in the passages, ``relevant_docids`` and the reference answer and reason."""
+    rng = rng_for(seed, "sft-docids", record["language"], record["query_id"])
+    renamed: dict[str, str] = {}
+    for passage in record["passages"]:
+        document, _, part = passage["docid"].partition("#")
+        prefix = re.match(r"\D*", document).group()
+        while True:
+            fresh = f"{prefix}{rng.integers(100, 1_000_000)}" + (f"#{part}" if part else "")
+            if fresh not in evaluated_docids and fresh not in renamed.values():
+                break
+        renamed[passage["docid"]] = fresh
+    # One pass over the text, longest docid first, bounded so that d1#1 never matches inside d1#10.
+    pattern = re.compile(r"(?<![\w#])(" + "|".join(map(re.escape, sorted(renamed, key=len, reverse=True))) + r")(?![\w#])")
+
+    def rewrite(text: str | None) -> str | None:
+        return None if text is None else pattern.sub(lambda match: renamed[match.group(1)], text)
+
+    return {**record, "passages": [{**p, "docid": renamed[p["docid"]]} for p in record["passages"]],
+            "relevant_docids": [renamed.get(d, d) for d in record["relevant_docids"]],
+            "reference_answer": rewrite(record.get("reference_answer")),
+            "reference_reason": rewrite(record.get("reference_reason"))}
+
+
+def load_training_questions(training: dict, language: str, seed: int, cache_dir: str,
+                            evaluated_docids: set[str] = frozenset()) -> list[dict]:
+    """The training questions of one language (``training``: the validated ``finetune.training``),
+    with docids of their own, none of ``evaluated_docids`` (``with_fresh_docids``)."""
     if training["source"] == "demo":
         records = load_demo(language, training["dir"])
     elif training["source"] == "miracl":
@@ -51,7 +85,8 @@ def load_training_questions(training: dict, language: str, seed: int, cache_dir:
     records = subsample(records, training["questions_per_language"], seed, "sft-questions", language)
     if not records:
         raise DataError(f"finetune.training: no training questions in {language!r} ({training['source']})")
-    return [with_distractors_capped(r, training["distractors"], seed) for r in records]
+    return [with_fresh_docids(with_distractors_capped(r, training["distractors"], seed), evaluated_docids, seed)
+            for r in records]
 
 
 def write_training_questions(records: list[dict], path: str | Path) -> None:

@@ -7,8 +7,15 @@ Examples longer than ``max_length`` are dropped and counted rather than truncate
 would remove the answer. The defaults are MIRAGE-BENCH's (appendix C); ``batch_size`` is the
 effective batch, reached by gradient accumulation over ``per_device_batch_size`` examples.
 
+A seeded share of the curated questions (``heldout_share``; every language of a held-out question,
+since the demo's questions are parallel across languages) is kept out of training, and at the end
+of every epoch the loss is evaluated on it and on the training examples alike, with the same
+weights and no dropout: a held-out loss that stops falling while the training loss falls is
+memorisation, which the training loss alone cannot show.
+
 Writes the adapter (``adapter_model.safetensors``, ``adapter_config.json``), ``training.json``
-(examples used and dropped, steps, time, examples per second) and the loss history CSV.
+(examples used, held out and dropped, steps, time, examples per second), the loss history CSV
+(every optimizer step) and the per-epoch CSV (``EPOCH_COLUMNS``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from polyrag.errors import ConfigError, DataError
 from polyrag.llm.transformers_backend import prompt_ids
 from polyrag.llm.types import Request
 from polyrag.mars.finetune import resolve_device, seed_everything
+from polyrag.seeds import rng_for
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +46,10 @@ PAPER_SETTINGS = {
     "max_length": 6144,
     "gradient_checkpointing": True,  # 6144-token sequences of a 7B model; off on CPU for small models
     "device": "auto",
+    "heldout_share": 0.0,
 }
 HISTORY_COLUMNS = ["step", "epoch", "loss", "learning_rate", "grad_norm", "mean_token_accuracy", "num_tokens"]
+EPOCH_COLUMNS = ["epoch", "step", "train_loss", "heldout_loss"]
 
 
 def lora_targets(model, wanted: list[str]) -> list[str]:
@@ -78,16 +88,36 @@ def check_settings(settings: dict) -> None:
                           f"finetune.trainer.per_device_batch_size ({per_device})")
 
 
+def split_heldout(examples: list[dict], share: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """(training, held-out) examples: a seeded ``share`` of the questions (``query_id``), at least
+    one when the share is positive, held out with all their languages; training keeps one at least."""
+    questions = sorted({example["query_id"] for example in examples})
+    count = min(max(1, round(share * len(questions))), len(questions) - 1) if share > 0 else 0
+    heldout = set(rng_for(seed, "sft-heldout").choice(questions, size=count, replace=False).tolist()) if count else set()
+    return ([e for e in examples if e["query_id"] not in heldout], [e for e in examples if e["query_id"] in heldout])
+
+
 def loss_history(log_history: list[dict]) -> list[dict]:
     return [{column: entry.get(column) for column in HISTORY_COLUMNS} for entry in log_history if "loss" in entry]
 
 
-def write_history(history: list[dict], path: str | Path) -> None:
+def epoch_losses(log_history: list[dict]) -> list[dict]:
+    """One row per epoch end: the loss on the training examples and on the held-out ones, both
+    evaluated with the weights of that moment (the trainer logs the two evaluations apart)."""
+    rows: dict[float, dict] = {}
+    for entry in log_history:
+        for name, column in (("eval_train_loss", "train_loss"), ("eval_heldout_loss", "heldout_loss")):
+            if name in entry:
+                rows.setdefault(entry["step"], {"epoch": entry["epoch"], "step": entry["step"]})[column] = entry[name]
+    return list(rows.values())
+
+
+def write_rows(rows: list[dict], columns: list[str], path: str | Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=HISTORY_COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(history)
+        writer.writerows(rows)
 
 
 @contextmanager
@@ -111,8 +141,10 @@ def answer_positions_only(device: str):
         trl_utils._use_triton = original
 
 
-def build_trainer(base: str, features: list[dict], settings: dict, seed: int, output_dir: str, tokenizer):
-    """The ``SFTTrainer`` for ``features`` (seeded; LoRA on the base loaded from ``base``)."""
+def build_trainer(base: str, features: list[dict], settings: dict, seed: int, output_dir: str, tokenizer,
+                  heldout: list[dict] | None = None):
+    """The ``SFTTrainer`` for ``features`` (seeded; LoRA on the base loaded from ``base``); with
+    ``heldout`` features, both sets are evaluated at the end of every epoch."""
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -148,18 +180,22 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,
+        eval_strategy="epoch" if heldout else "no",
+        per_device_eval_batch_size=1,  # the loss is then the mean over examples of each one's token mean
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(features),
+    evaluation = {"train": Dataset.from_list(features), "heldout": Dataset.from_list(heldout)} if heldout else None
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(features), eval_dataset=evaluation,
                          processing_class=tokenizer, peft_config=peft_config)
     trainer.remove_callback(PrinterCallback)  # without tqdm it prints every step; train_lora logs them
     return trainer
 
 
 def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | Path, history_path: str | Path,
-               seed: int, mode: str = "chat"):
+               seed: int, mode: str = "chat", epoch_path: str | Path | None = None):
     """Fine-tune ``base`` (a Hub id or folder, see :func:`polyrag.sft.student.base_checkpoint`) on
-    curated ``examples``; ``mode`` is the student's prompt mode (its model entry's). Returns the
-    summary written to ``out_dir/training.json`` and the trained PEFT model."""
+    curated ``examples`` less the held-out questions; ``mode`` is the student's prompt mode (its
+    model entry's). Returns the summary written to ``out_dir/training.json`` and the trained PEFT
+    model; the per-epoch losses go to ``epoch_path`` (default: beside ``history_path``)."""
     from transformers import AutoTokenizer
 
     settings = {**PAPER_SETTINGS, **settings, "lora": {**PAPER_SETTINGS["lora"], **settings.get("lora", {})}}
@@ -169,13 +205,16 @@ def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | P
     tokenizer = AutoTokenizer.from_pretrained(base)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    features, too_long = encode_examples(tokenizer, mode, examples, int(settings["max_length"]))
+    training, heldout_examples = split_heldout(examples, float(settings["heldout_share"]), seed)
+    features, too_long = encode_examples(tokenizer, mode, training, int(settings["max_length"]))
+    heldout, heldout_too_long = encode_examples(tokenizer, mode, heldout_examples, int(settings["max_length"]))
     if not features:
         raise DataError(f"no training examples fit finetune.trainer.max_length ({settings['max_length']} tokens): "
-                        f"{too_long} of {len(examples)} are longer")
-    log.info("%d training examples (%d longer than %d tokens dropped)", len(features), too_long, settings["max_length"])
+                        f"{too_long} of {len(training)} are longer")
+    log.info("%d training examples, %d held out (%d longer than %d tokens dropped)", len(features), len(heldout),
+             too_long + heldout_too_long, settings["max_length"])
     with tempfile.TemporaryDirectory(prefix="polyrag-sft-") as scratch:
-        trainer = build_trainer(base, features, settings, seed, scratch, tokenizer)
+        trainer = build_trainer(base, features, settings, seed, scratch, tokenizer, heldout)
         start, cpu_start = time.perf_counter(), time.process_time()
         with answer_positions_only(trainer.args.device.type):
             trainer.train()
@@ -183,11 +222,15 @@ def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | P
     out_dir.mkdir(parents=True, exist_ok=True)
     trainer.model.save_pretrained(out_dir)  # the adapter only, as safetensors
     history = loss_history(trainer.state.log_history)
-    write_history(history, history_path)
+    write_rows(history, HISTORY_COLUMNS, history_path)
+    epochs = epoch_losses(trainer.state.log_history)
+    write_rows(epochs, EPOCH_COLUMNS, epoch_path or Path(history_path).with_name("epoch_loss.csv"))
     tokens = sum(len(f["input_ids"]) for f in features) * float(settings["epochs"])
     summary = {
         "examples": len(features),
-        "dropped_too_long": too_long,
+        "heldout_examples": len(heldout),
+        "heldout_questions": sorted({e["query_id"] for e in heldout_examples}),
+        "dropped_too_long": too_long + heldout_too_long,
         "optimizer_steps": trainer.state.global_step,
         "seconds": round(seconds, 3),
         "cpu_seconds": round(cpu_seconds, 3),  # all threads of this process (their spin-waits included)
@@ -201,4 +244,7 @@ def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | P
     (out_dir / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     for row in history:
         log.info("step %s: loss %.4f", row["step"], row["loss"])
+    for row in epochs:
+        log.info("epoch %.0f: loss on the training examples %.4f, on the held-out questions %.4f", row["epoch"],
+                 row["train_loss"], row["heldout_loss"])
     return summary, trainer.model
