@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 
 def stratified_cluster_variance(contributions: np.ndarray, clusters: np.ndarray, strata: np.ndarray) -> float:
@@ -53,3 +54,22 @@ def clustered_wilson_interval(outcomes: np.ndarray, clusters: np.ndarray,
     clustered = stratified_cluster_variance((outcomes - share) / n, clusters, np.zeros(n))
     design_effect = max(1.0, clustered / independent) if independent > 0 else 1.0
     return wilson_interval(share, n / design_effect, float(norm.ppf(0.5 + confidence / 2)))
+
+
+def clustered_mean_interval(values: np.ndarray, clusters: np.ndarray, strata: np.ndarray | None = None,
+                            confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high) of ``values`` sampled in ``clusters`` (within ``strata``): the sandwich
+    standard error with a t quantile on clusters minus strata degrees of freedom. nan bounds
+    with fewer than two clusters in some stratum to spare."""
+    values = np.asarray(values, float)
+    n = len(values)
+    if n == 0:
+        return np.nan, np.nan, np.nan
+    strata = np.zeros(n) if strata is None else np.asarray(strata)
+    mean = float(values.mean())
+    degrees = len(pd.unique(np.asarray(clusters))) - len(pd.unique(strata))
+    if degrees < 1:
+        return mean, np.nan, np.nan
+    half = float(student_t.ppf(0.5 + confidence / 2, degrees)) * np.sqrt(
+        stratified_cluster_variance((values - mean) / n, clusters, strata))
+    return mean, mean - half, mean + half

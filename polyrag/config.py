@@ -458,6 +458,10 @@ def check_finetune(config: dict, source: str) -> None:
     name, teacher = finetune["name"], finetune["teacher"]
     if name in config["models"] and config["models"][name].get("adapter") != finetune_adapter_dir(config):  # validated twice
         raise ConfigError(f"{source}: finetune.name: {name!r} is already a model under models: (the student joins under it)")
+    control = control_name(config)
+    if control in config["models"] and not config["models"][control].items() >= control_entry(config).items():
+        raise ConfigError(f"{source}: finetune.name: the student's control {control!r} is already a model under models: "
+                          "(rename the model, or set finetune.control: false)")
     if teacher not in config["models"]:
         raise ConfigError(f"{source}: finetune.teacher: {teacher!r} is not a model under models: "
                           f"(models: {', '.join(config['models'])})")
@@ -485,12 +489,28 @@ def finetune_languages(config: dict) -> list[str]:
 
 
 def add_student(config: dict) -> None:
-    """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter."""
+    """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter,
+    and its control (``control_name``) served the same way without it."""
     from polyrag.sft.student import student_entry
 
     finetune = config["finetune"]
     config["models"][finetune["name"]] = student_entry(finetune["student"], finetune_adapter_dir(config),
                                                        finetune["lora"]["r"])
+    if finetune["control"]:
+        config["models"][control_name(config)] = control_entry(config)
+
+
+def control_entry(config: dict) -> dict:
+    """The control's ``models:`` entry: the student's without the adapter."""
+    from polyrag.sft.student import student_entry
+
+    return student_entry(config["finetune"]["student"], None)
+
+
+def control_name(config: dict) -> str | None:
+    """The fine-tuned student's control model (``finetune.control``), else None."""
+    finetune = config["finetune"]
+    return f"{finetune['name']}-base" if finetune and finetune["control"] else None
 
 
 def finetune_adapter_dir(config: dict) -> str:

@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from polyrag.config import (
     NOT_LLM_JUDGES,
     arena_judge,
+    control_name,
     families,
     finetune_adapter_dir,
     finetune_languages,
@@ -77,6 +78,7 @@ MARS_METRICS = MARS["metrics"] if MARS else []
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 FT_LANGUAGES = finetune_languages(config) if FT else []
 FT_DIR = f"results/finetune/{FT['name']}" if FT else None
+FT_CONTROL = control_name(config) if FT else None  # the student's base served as the student is
 
 
 try:
@@ -118,6 +120,7 @@ def all_targets():
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
         + ([f"{FT_DIR}/loss.csv", f"{FT_DIR}/curation_counts.json"] if FT else [])
+        + ([f"{FT_DIR}/gain_over_control.csv"] if FT_CONTROL and ARENA_JUDGE else [])
     )
 
 
@@ -311,6 +314,17 @@ def mars_answer_files(wildcards):
         "questions": expand("results/data/{lang}.parquet", lang=MARS_LANGUAGES),
         "answers": expand("results/answers/{model}/{lang}.parquet", model=wildcards.model, lang=MARS_LANGUAGES),
     }
+
+
+def student_and_control_games(wildcards):
+    """The arena judge's games files holding the student's games against its control, per language."""
+    pair = sorted([FT["name"], FT_CONTROL])
+    return {lang: judgment_paths(ARENA_JUDGE, lang) if ARENA_JUDGE in ROUND_JUDGES
+            else [games_path(ARENA_JUDGE, lang, *pair)] for lang in LANGUAGES}
+
+
+def student_and_control_game_files(wildcards):
+    return [path for paths in student_and_control_games(wildcards).values() for path in paths]
 
 
 def student_adapter_files(wildcards):

@@ -103,3 +103,28 @@ if FT:
             "../envs/train.yaml"
         script:
             "../scripts/train_student.py"
+
+    # The student against its control (the same base served the same way, without the adapter):
+    # the arena judge's verdicts and, for the reference judge, its criteria broken out.
+    if FT_CONTROL and ARENA_JUDGE:
+
+        rule finetune_gain:
+            input:
+                student_and_control_game_files,
+            output:
+                f"{FT_DIR}/gain_over_control.csv",
+            params:
+                games=student_and_control_games,
+                student=FT["name"],
+                control=FT_CONTROL,
+                reference_judge=config["judges"][ARENA_JUDGE]["backend"] == "reference",
+            log:
+                f"logs/finetune/{FT['name']}/gain.log",
+            localrule: True
+            resources:
+                mem_mb=2000,
+                runtime=10,
+            conda:
+                "../envs/core.yaml"
+            script:
+                "../scripts/finetune_gain.py"

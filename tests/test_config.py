@@ -46,8 +46,8 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert judging_settings(config, "reference")["max_tokens"] == 1024 and judging_settings(config, "reference")["stop"] == []
     assert judge_pairs(config, "gemma-judge") == [("gemma-270m", "mock-50"), ("gemma-270m", "mock-perfect"),
                                                    ("mock-50", "mock-perfect")]
-    # Five configured models and the fine-tuned student (finetune:, added by validation): 15 pairs.
-    assert "gemma-270m-sft" in config["models"]
+    # The fine-tuned student and its control join the configured models (finetune:, added by validation).
+    assert "gemma-270m-sft" in config["models"] and "gemma-270m-sft-base" in config["models"]
     assert judge_contestants(config, "panel") == ["gemma-270m", "mock-50", "mock-perfect"]
     assert judge_pairs(config, "panel") == judge_pairs(config, "gemma-judge")
 

@@ -573,3 +573,4 @@ def test_heldout_questions_are_not_trained_on_and_their_loss_is_the_models_loss_
             losses.append(torch.nn.functional.cross_entropy(predicted, torch.tensor(answer)).item())
     assert float(epochs[-1]["heldout_loss"]) == pytest.approx(sum(losses) / len(losses), rel=1e-4)
     assert float(epochs[-1]["train_loss"]) < float(epochs[0]["train_loss"])
+

@@ -538,28 +538,37 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
                 "trainer": {"batch_size": 2, "per_device_batch_size": 1, "max_length": 1024, "device": "cpu",
                             "gradient_checkpointing": False}}
     (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": finetune}, allow_unicode=True))
-    stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1}
+    stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1, "finetune_gain": 1}
     per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
                  "mars_scores": 1}
     aggregate = {"bradley_terry": 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
                  "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
-    assert scheduled_jobs(dry.stdout) == {"finetune_questions": 1, **stages, **per_model, "judge_pair": 3, **aggregate}
+    # The student and its control (sft-base): each model's jobs twice, and their pairs with the
+    # three judged models and with each other.
+    assert scheduled_jobs(dry.stdout) == {"finetune_questions": 1, **stages, **{k: 2 * v for k, v in per_model.items()},
+                                          "judge_pair": 7, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
-    assert {o for o in outputs if o.startswith("results/answers/")} == {"results/answers/sft/en.parquet",
-                                                                        "results/answers/sft/hi.parquet"}
+    assert {o for o in outputs if o.startswith("results/answers/")} == {
+        f"results/answers/{model}/{lang}.parquet" for model in ("sft", "sft-base") for lang in ("en", "hi")}
     assert {o for o in outputs if o.startswith("results/judgments/reference/")} == {
         f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
-        for pair in ("gemma-270m__sft", "mock-0__sft", "mock-50__sft")}
+        for pair in ("gemma-270m__sft", "mock-0__sft", "mock-50__sft", "gemma-270m__sft-base", "mock-0__sft-base",
+                     "mock-50__sft-base", "sft__sft-base")}
     built = snakemake(repo, workdir, "--cores", "2")
     assert built.returncode == 0, built.stderr[-3000:]
     assert (workdir / "results" / "finetune" / "sft" / "loss.csv").is_file()
-    assert "sft" in pd.read_csv(workdir / "results" / "leaderboard.csv")["model"].tolist()
+    assert {"sft", "sft-base"} <= set(pd.read_csv(workdir / "results" / "leaderboard.csv")["model"])
+    gain = pd.read_csv(workdir / "results" / "finetune" / "sft" / "gain_over_control.csv").set_index("lang")
+    assert gain.index.tolist() == ["en", "hi", "all"] and (gain["games"] == gain["student_wins"] + gain["control_wins"]
+                                                          + gain["ties"]).all()
+    assert {"similarity_gain", "citation_gain", "language_gain"} <= set(gain.columns)
     (workdir / "config.yaml").write_text(
         yaml.safe_dump({**config, "finetune": {**finetune, "teacher": "mock-50"}}, allow_unicode=True))
     dry = snakemake(repo, workdir, "-n")
-    assert scheduled_jobs(dry.stdout) == {**stages, **per_model, "judge_pair": 3, **aggregate}
+    # A new teacher retrains the student only: the control's answers and pairs stand.
+    assert scheduled_jobs(dry.stdout) == {**stages, **per_model, "judge_pair": 4, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     assert {o for o in outputs if o.startswith("results/answers/")} == {"results/answers/sft/en.parquet",
                                                                         "results/answers/sft/hi.parquet"}

@@ -21,11 +21,12 @@ VERDICTS = {"model_a", "model_b", "tie", "invalid"}
 COLUMNS = ["query_id", "model_a", "model_b", "shown_first", "verdict"]
 
 
-def read_games(paths: list[str | Path]) -> pd.DataFrame:
-    """All games of these judgments files, checked: known verdicts, no missing fields."""
+def read_games(paths: list[str | Path], extra_columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """All games of these judgments files, checked: known verdicts, no missing fields;
+    ``extra_columns`` (e.g. ``raw_output``) read as they are."""
     frames = []
     for path in paths:
-        frame = pd.read_parquet(path, columns=COLUMNS)
+        frame = pd.read_parquet(path, columns=COLUMNS + list(extra_columns))
         missing = frame[COLUMNS].isna().any(axis=1)
         if missing.any():
             row = int(np.flatnonzero(missing)[0])
@@ -41,7 +42,7 @@ def read_games(paths: list[str | Path]) -> pd.DataFrame:
                             f"model_a nor model_b")
         frames.append(frame)
     if not frames:
-        return pd.DataFrame(columns=COLUMNS)
+        return pd.DataFrame(columns=COLUMNS + list(extra_columns))
     games = pd.concat(frames, ignore_index=True)
     games["query_id"] = games["query_id"].astype(str)
     return games

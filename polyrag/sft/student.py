@@ -32,10 +32,11 @@ def base_checkpoint(student: dict, cache_dir: str | Path) -> str:
     return student["model"]
 
 
-def student_entry(student: dict, adapter_dir: str | Path, lora_rank: int = 16) -> dict:
+def student_entry(student: dict, adapter_dir: str | Path | None, lora_rank: int = 16) -> dict:
     """The ``models:`` entry of the fine-tuned student: by default the ``transformers`` backend on the
     same base with the LoRA adapter merged in (``polyrag.llm.transformers_backend``); with ``serve:
-    vllm``, vLLM with LoRA enabled for the adapter (``polyrag.llm.vllm_backend``), a Hub model only."""
+    vllm``, vLLM with LoRA enabled for the adapter (``polyrag.llm.vllm_backend``), a Hub model only.
+    Without ``adapter_dir``: the student's control, the same base served the same way."""
     check_student(student)
     serve = student.get("serve") or "transformers"
     serving = {key: student[key] for key in SERVING_KEYS[serve] if student.get(key) is not None}
@@ -43,7 +44,8 @@ def student_entry(student: dict, adapter_dir: str | Path, lora_rank: int = 16) -
     if serve == "vllm":
         if "model" not in student:
             raise ConfigError("finetune.student.serve: vllm serves a Hugging Face model (`model`), not a GGUF `package`")
-        return {"backend": "vllm", "model": student["model"], **revision, "adapter": str(adapter_dir),
-                "max_lora_rank": 1 << max(4, (int(lora_rank) - 1).bit_length()), **serving}  # vLLM takes 16, 32, 64, ...
+        lora = {"adapter": str(adapter_dir), "max_lora_rank": 1 << max(4, (int(lora_rank) - 1).bit_length())} \
+            if adapter_dir else {}  # vLLM takes ranks 16, 32, 64, ...
+        return {"backend": "vllm", "model": student["model"], **revision, **lora, **serving}
     source = {"package": student["package"]} if "package" in student else {"model": student["model"], **revision}
-    return {"backend": "transformers", **source, "adapter": str(adapter_dir), **serving}
+    return {"backend": "transformers", **source, **({"adapter": str(adapter_dir)} if adapter_dir else {}), **serving}
