@@ -136,6 +136,16 @@ def tau(x, y) -> float:
     return kendalltau(x, y).statistic
 
 
+def tau_untied(fitted, truth) -> float:
+    """Kendall's tau with the true strengths over the pairs of models whose true strengths
+    differ (a fitted tie counts 0): the order of truly tied models is noise, in the exhaustive
+    ranking as in any design, and tau-b would score it."""
+    fitted, truth = np.asarray(fitted, float), np.asarray(truth, float)
+    i, j = np.triu_indices(len(truth), 1)
+    differ = truth[i] != truth[j]
+    return float(np.mean(np.sign(fitted[i] - fitted[j])[differ] * np.sign(truth[i] - truth[j])[differ]))
+
+
 DESIGNS = {"random": AdaptiveSettings(criterion="random", bootstrap=0),
            "information": AdaptiveSettings(criterion="information", bootstrap=0),
            "ranking": AdaptiveSettings(bootstrap=0)}  # the default: ranking with floor 0.1
@@ -194,7 +204,7 @@ def scenario_seed(task: tuple) -> list[dict]:
     models = list(truth.index)
     full = logits(exhaustive, models)
     rows = [{"scenario": scenario, "design": "exhaustive", "share": 1.0, "seed": seed,
-             "tau_truth": tau(full, truth), "tau_exhaustive": 1.0}]
+             "tau_truth": tau_untied(full, truth), "tau_exhaustive": 1.0}]
     for name, settings in designs.items():
         shares = RANDOM_SHARES if name == "random" else SHARES
         with known_strengths(truth, models) if name == ORACLE else contextlib.nullcontext():
@@ -202,7 +212,7 @@ def scenario_seed(task: tuple) -> list[dict]:
         for share, games in samples.items():
             fitted = logits(games, models)
             rows.append({"scenario": scenario, "design": name, "share": share, "seed": seed,
-                         "tau_truth": tau(fitted, truth), "tau_exhaustive": tau(fitted, full)})
+                         "tau_truth": tau_untied(fitted, truth), "tau_exhaustive": tau(fitted, full)})
     return rows
 
 
@@ -259,19 +269,39 @@ def random_share_for(tau_target: float, curve: pd.Series) -> float:
     return float(lower + (upper - lower) * (tau_target - t0) / (t1 - t0))
 
 
-def equivalent_random_shares(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per scenario and design at each share: the share random selection needs for the same mean
-    tau with the exhaustive ranking, and the calls the design saves against it."""
-    means = rows.groupby(["scenario", "design", "share"])["tau_exhaustive"].mean()
+def calls_saved(means: pd.Series, scenario: str) -> list[dict]:
+    """From mean tau with the truth per (scenario, design, share): for each adaptive design and
+    share, the share random selection needs for the same tau (its curve ends at the exhaustive
+    design's tau, at share 1) and ``1 - share / that share``."""
+    curve = pd.concat([means[scenario, "random"], pd.Series({1.0: means[scenario, "exhaustive", 1.0]})])
     out = []
+    for design in [d for d in means[scenario].index.get_level_values(0).unique() if d not in ("random", "exhaustive")]:
+        for share, value in means[scenario, design].items():
+            random_share = random_share_for(value, curve)
+            out.append({"scenario": scenario, "design": design, "share": share, "tau_truth": value,
+                        "random_share_for_same_tau": random_share, "calls_saved": 1 - share / random_share})
+    return out
+
+
+def equivalent_random_shares(rows: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """``calls_saved`` per scenario, with a 95% percentile interval from resampling the seeds
+    (with replacement, the same seeds for every design: the designs of a seed share its arena).
+    An interval reaching past the shares where random was measured, or a target random never
+    reaches before the exhaustive design, makes the figure an extrapolation: read it as such."""
+    rng = np.random.default_rng(seed)
+    table = []
     for scenario in rows["scenario"].unique():
-        curve = pd.concat([means[scenario, "random"], pd.Series({1.0: 1.0})])
-        for design in [d for d in rows["design"].unique() if d not in ("random", "exhaustive")]:
-            for share, value in means[scenario, design].items():
-                random_share = random_share_for(value, curve)
-                out.append({"scenario": scenario, "design": design, "share": share, "tau_exhaustive": value,
-                            "random_share_for_same_tau": random_share, "calls_saved": 1 - share / random_share})
-    return pd.DataFrame(out)
+        part = rows[rows["scenario"] == scenario]
+        by_seed = part.pivot_table(index="seed", columns=["design", "share"], values="tau_truth")
+        point = pd.DataFrame(calls_saved(part.groupby(["scenario", "design", "share"])["tau_truth"].mean(), scenario))
+        draws = []
+        for _ in range(resamples):
+            drawn = by_seed.iloc[rng.integers(0, len(by_seed), len(by_seed))].mean()
+            means = pd.concat({scenario: drawn}, names=["scenario"])
+            draws.append([row["calls_saved"] for row in calls_saved(means, scenario)])
+        low, high = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
+        table.append(point.assign(calls_saved_ci_low=low, calls_saved_ci_high=high))
+    return pd.concat(table, ignore_index=True)
 
 
 def ranking_tables(args) -> None:
@@ -285,14 +315,14 @@ def ranking_tables(args) -> None:
     shown = rows[rows["share"].isin((*SHARES, 1.0))]
     table = summarise(shown, ["scenario", "share", "calls", "design"])
     print(table.to_string(index=False))
-    print("\nCalls saved: the share of calls random selection needs for the same mean tau with the exhaustive "
-          f"ranking (random measured at {', '.join(f'{s:.0%}' for s in RANDOM_SHARES)} and 100%, linear between), "
-          "and 1 - share / that share")
+    print("\nCalls saved: the share of calls random selection needs for the same mean tau with the true "
+          f"strengths (random measured at {', '.join(f'{s:.0%}' for s in RANDOM_SHARES)}, and the exhaustive design "
+          "at 100%, linear between), 1 - share / that share, and its 95% interval over seed resamples")
     print(equivalent_random_shares(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     paired = shown[shown["design"] != "exhaustive"].pivot_table(index=["scenario", "share", "seed"], columns="design",
-                                                                values="tau_exhaustive")
-    print("\nAdaptive minus random, tau with the exhaustive ranking, paired by seed: mean, standard error, "
-          "seeds where adaptive is ahead / behind")
+                                                                values="tau_truth")
+    print("\nAdaptive minus random, tau with the true strengths (truly tied pairs left out), paired by seed: mean, "
+          "standard error, seeds where adaptive is ahead / behind")
     gains = []
     for criterion in ("information", "ranking", ORACLE):
         gain = (paired[criterion] - paired["random"]).groupby(level=[0, 1], sort=False)

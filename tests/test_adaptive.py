@@ -350,10 +350,36 @@ def test_random_share_for_interpolates_random_selections_curve():
     assert random_share_for(0.96, curve) == pytest.approx(0.50 + 0.50 * 0.2)
     assert random_share_for(0.90, curve) == pytest.approx(0.25)  # measured exactly
     assert random_share_for(0.70, curve) == pytest.approx(0.10)  # below the curve: its smallest share
-    rows = pd.DataFrame({"scenario": "s", "design": ["random"] * 3 + ["ranking"],
-                         "share": [0.10, 0.25, 0.50, 0.10], "tau_exhaustive": [0.80, 0.90, 0.95, 0.85]})
-    saved = bench_adaptive().equivalent_random_shares(rows).iloc[0]
+    # Calls saved are read against the truth, random's curve ending at the exhaustive design's tau.
+    rows = pd.DataFrame({"scenario": "s", "design": ["random"] * 3 + ["ranking", "exhaustive"],
+                         "share": [0.10, 0.25, 0.50, 0.10, 1.0], "seed": 0, "tau_truth": [0.80, 0.90, 0.95, 0.85, 0.97]})
+    saved = bench_adaptive().equivalent_random_shares(rows, resamples=20).iloc[0]
     assert saved["random_share_for_same_tau"] == pytest.approx(0.175) and saved["calls_saved"] == pytest.approx(1 - 0.1 / 0.175)
+    # One seed: every resample is that seed, and the interval is the point.
+    assert saved["calls_saved_ci_low"] == pytest.approx(saved["calls_saved"]) == pytest.approx(saved["calls_saved_ci_high"])
+
+
+def test_calls_saved_interval_resamples_seeds_and_widens_with_their_spread():
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in range(30):
+        noise = rng.normal(0, 0.01)
+        rows += [{"scenario": "s", "design": "random", "share": share, "seed": seed, "tau_truth": tau + noise}
+                 for share, tau in ((0.10, 0.80), (0.25, 0.90), (0.50, 0.95))]
+        rows += [{"scenario": "s", "design": "ranking", "share": 0.10, "seed": seed, "tau_truth": 0.85 + rng.normal(0, 0.02)},
+                 {"scenario": "s", "design": "exhaustive", "share": 1.0, "seed": seed, "tau_truth": 0.97}]
+    saved = bench_adaptive().equivalent_random_shares(pd.DataFrame(rows), resamples=200).iloc[0]
+    assert saved["calls_saved_ci_low"] < saved["calls_saved"] < saved["calls_saved_ci_high"]
+    assert saved["calls_saved_ci_high"] - saved["calls_saved_ci_low"] > 0.02
+
+
+def test_tau_with_the_truth_leaves_truly_tied_pairs_out():
+    """Truly tied models in any order: a perfect ranking of the others scores 1 (tau-b would not)."""
+    tau_untied = bench_adaptive().tau_untied
+    truth = np.array([2.0, 1.0, 1.0, 0.0])
+    assert tau_untied([3.0, 1.5, 1.6, 0.0], truth) == 1.0 and tau_untied([3.0, 1.6, 1.5, 0.0], truth) == 1.0
+    assert tau_untied([0.0, 1.5, 1.6, 3.0], truth) == -1.0
+    assert kendalltau([3.0, 1.5, 1.6, 0.0], truth).statistic < 1
 
 
 def test_oracle_design_steers_by_the_true_strengths():
