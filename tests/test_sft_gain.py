@@ -59,6 +59,7 @@ def test_gain_over_control_breaks_the_judges_criteria_out_with_t_intervals():
     assert every["questions"] == 26 and every["language_ci_low"] > 0.4
     assert every["similarity_ci_low"] < 0 < every["similarity_ci_high"] or abs(every["similarity_gain"]) < 0.02
     assert every["citation_gain"] == 0 and every["score"] > 0.8
+    assert (table["score_ci_high"] <= 1).all() and (table["score_ci_low"] <= table["score"]).all()
     # Without the reference judge's scores (another judge), the verdicts alone.
     verdicts_only = gain_over_control(games, "sft", "sft-base", reference_judge=False)
     assert "language_gain" not in verdicts_only and verdicts_only["score"].tolist() == table["score"].tolist()

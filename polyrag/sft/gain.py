@@ -8,12 +8,13 @@ English by its English answer prefix.
 
 From the arena judge's games of the pair (student, control), per language and over all (``all``,
 languages as strata): the student's games won, lost and tied, and its ``score`` (a win 1, a tie
-0.5) with a 95% interval clustered by question. When the judge is the ``reference`` judge, its
-three criteria are broken out as the mean difference student minus control over the questions
-where both answers parsed (``similarity`` to the reference answer, ``citation`` precision,
-``language``: the probability that the answer is in the question's language, and their weighted
-``total``), each with its interval: a gain that comes only from ``language`` is not a gain in
-answering.
+0.5) with a 95% interval clustered by question (clipped to [0, 1]). When the judge is the
+``reference`` judge, its three criteria are broken out as the mean difference student minus
+control over the questions where both answers parsed (``similarity`` to the reference answer,
+``citation`` precision, ``language``: the probability that the answer is in the question's
+language, and their weighted ``total``), each with its interval: a gain that comes only from
+``language`` is not a gain in answering. ``questions_both_parsed`` says how many questions that
+is; a control that never writes the answer format leaves none, and the gain is the format.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def gain_rows(games: pd.DataFrame, lang: str, strata: np.ndarray | None, with_cr
     per-question ``differences``; ``strata``: the games' language, for ``all``."""
     questions = pd.factorize(pd.Series(list(zip(games["lang"], games["query_id"]))))[0]
     score, low, high = clustered_mean_interval(games["winner"].map(SCORE).to_numpy(), questions, strata)
+    low, high = max(low, 0.0), min(high, 1.0)  # a share: the t interval clipped to [0, 1]
     row = {"lang": lang, "questions": games[["lang", "query_id"]].drop_duplicates().shape[0], "games": len(games),
            "student_wins": int((games["winner"] == "student").sum()),
            "control_wins": int((games["winner"] == "control").sum()), "ties": int((games["winner"] == "tie").sum()),
