@@ -17,8 +17,9 @@ answer the judge read first. A game is identified by ``GAME_KEY``.
   (the alphabetically first, unrelated to the verdicts), where the sum of squared verdict shares
   would rise with every lopsided pair. A judge that always picks the first answer scores 0.
 - ``judge_agreement``: Cohen's kappa between two judges over the games both judged with a valid
-  verdict (labels ``model_a``/``model_b``/``tie``), with a 95% percentile interval from
-  bootstrap tournaments that resample questions with all their games.
+  verdict (labels ``model_a``/``model_b``/``tie``), with a 95% interval from bootstrap
+  tournaments that resample questions with all their games, t-corrected as the Bradley-Terry
+  intervals are (``bootstrap_interval``) and clipped to [-1, 1].
 - ``self_preference``: how much a judge favours a contestant of its own family, in BT logits,
   for judges that discriminate (``discrimination``).
   Logits from different judges are comparable only up to a shift (a BT fit sees differences
@@ -37,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, fit_logits, tournament_counts
+from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, fit_logits, tournament_counts
 from polyrag.arena.games import position_bias, question_win_matrices
 from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
@@ -125,10 +126,15 @@ def judge_agreement(games_1: pd.DataFrame, games_2: pd.DataFrame, n_bootstrap: i
     n = confusion.sum()
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
     samples = kappa_from_confusion(np.tensordot(drawn, per_question, axes=1))
-    low, high = np.nanpercentile(samples, [2.5, 97.5]) if np.isfinite(samples).any() else (np.nan, np.nan)
+    kappa = float(kappa_from_confusion(confusion))
+    low, high = np.nan, np.nan
+    if np.isfinite(samples).sum() > 1 and np.isfinite(kappa):
+        # t-corrected like the BT intervals: the percentile interval covered 0.925 at 40 questions.
+        low, high = bootstrap_interval(np.array([kappa]), samples[np.isfinite(samples)][:, None], len(questions))
+        low, high = max(float(low[0]), -1.0), min(float(high[0]), 1.0)
     return {**result, "observed_agreement": np.trace(confusion) / n,
             "chance_agreement": (confusion.sum(axis=1) @ confusion.sum(axis=0)) / n**2,
-            "kappa": float(kappa_from_confusion(confusion)), "kappa_ci_low": low, "kappa_ci_high": high}
+            "kappa": kappa, "kappa_ci_low": low, "kappa_ci_high": high}
 
 
 def agreement_table(games_by_judge: dict[str, pd.DataFrame], n_bootstrap: int, rng: np.random.Generator) -> pd.DataFrame:

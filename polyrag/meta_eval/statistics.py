@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, norm
+from scipy.stats import binomtest
+from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
 from polyrag.clustered_intervals import stratified_cluster_variance, wilson_interval
@@ -64,8 +65,12 @@ def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters
     """MOVER interval of the mean of the groups' recalls from their Wilson intervals, each at its
     effective size: the group's sentences divided by the design effect (clustered over binomial
     variance, at least 1) of the balanced accuracy as a whole, which carries the correlation of
-    sentences of one question across classes as well as within them."""
-    z = float(norm.ppf(0.5 + confidence / 2))
+    sentences of one question across classes as well as within them. The Wilson intervals use the
+    t quantile on questions minus languages degrees of freedom (the variance is estimated from
+    that many clusters)."""
+    # t on clusters minus strata degrees of freedom: with 25 questions z covered 0.927.
+    degrees = max(len(np.unique(clusters)) - len(np.unique(strata)), 1)
+    z = float(student_t.ppf(0.5 + confidence / 2, degrees))
     correct = np.asarray(correct, float)
     sizes = np.bincount(groups).astype(float)
     recalls, contributions = recall_contributions(correct, groups)
