@@ -50,7 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generation.py
 
 # Coverage of every interval and test polyrag prints, on simulations with a known truth
-# (docs/intervals.md); `make bench-coverage COVERAGE_ARGS=--quick` for 200 seeds a cell.
+# (docs/intervals.md); `make bench-coverage COVERAGE_ARGS=--quick` for 200 seeds a cell, polyrag's cells only.
 COVERAGE_ARGS ?= --seeds 1000 --judge-statistics
 bench-coverage: $(STAMP)
 	$(BIN)/python benchmarks/bench_coverage.py $(COVERAGE_ARGS) --out results/coverage.csv

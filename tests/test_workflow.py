@@ -216,7 +216,9 @@ def test_judge_diagnostics_panel_and_style_control(run):
         assert diagnostics["panel_multi_vote_games"] == len(multi_vote)
         assert diagnostics["panel_agreement"] == pytest.approx(np.mean(multi_vote) if multi_vote else np.nan, nan_ok=True)
         members = pd.read_csv(workdir / "results" / "judgments" / "panel" / lang / "members.csv").set_index("member")
-        assert members.loc["reference", "games_judged"] == len(games["reference"]) and (members["games_in_panel"] == 4).all()
+        # The reference judge's games in the panel's pair (the Gemma judge's pair, all its questions).
+        in_pair = games["reference"].merge(games["gemma-judge"][["model_a", "model_b"]].drop_duplicates())
+        assert members.loc["reference", "games_judged"] == len(in_pair) and (members["games_in_panel"] == 4).all()
         # Cohen's kappa of the two judges on the games both judged, as sklearn computes it.
         agreement = pd.read_csv(workdir / "results" / "arena" / lang / "judge_agreement.csv")
         assert len(agreement) == 3  # every pair of judges once

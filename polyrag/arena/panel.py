@@ -67,8 +67,9 @@ def panel_games(games_by_judge: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def panel_coverage(games_by_judge: dict[str, pd.DataFrame], panel: pd.DataFrame) -> pd.DataFrame:
-    """Per member: the games it judged, how many of them the panel judged (``share_in_panel``:
-    below 1 when another member judged fewer) and its valid votes among the panel's games."""
+    """Per member: the games it judged (of those given: the workflow reads the member's games in
+    the panel's pairs), how many of them the panel judged (``share_in_panel``: below 1 when
+    another member judged fewer questions) and its valid votes among the panel's games."""
     rows = []
     for judge, games in games_by_judge.items():
         column = panel[f"verdict_{judge}"]
