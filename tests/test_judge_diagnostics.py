@@ -199,7 +199,11 @@ def test_kappa_equals_sklearn_on_the_common_valid_games_and_its_bootstrap_replay
     draws = np.random.default_rng(5).choice(len(questions), size=(50, len(questions)), replace=True)
     replayed = [cohen_kappa_score(valid["verdict_x"], valid["verdict_y"], sample_weight=valid["query_id"].map(
         dict(zip(questions, np.bincount(draw, minlength=len(questions)))))) for draw in draws]
-    assert [result["kappa_ci_low"], result["kappa_ci_high"]] == pytest.approx(np.percentile(replayed, [2.5, 97.5]))
+    # The interval: kappa +- t(Q-1) sqrt(Q/(Q-1)) sd of the tournaments (as the BT intervals).
+    q = len(questions)
+    half = student_t.ppf(0.975, q - 1) * np.sqrt(q / (q - 1)) * np.std(replayed, ddof=1)
+    assert [result["kappa_ci_low"], result["kappa_ci_high"]] == pytest.approx([result["kappa"] - half,
+                                                                               result["kappa"] + half])
 
 
 def test_kappa_interval_covers_the_population_kappa_at_about_the_nominal_rate():
