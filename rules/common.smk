@@ -136,11 +136,13 @@ def games_path(judge, lang, model_a, model_b):
     return f"results/judgments/{judge}/{lang}/{name}.parquet"
 
 
-def judgment_paths(judge, lang):
-    """The games files of one judge and language, each once."""
+def judgment_paths(judge, lang, pairs=None):
+    """The games files of one judge and language holding ``pairs`` (default: every pair it
+    judges), each once; a budgeted judge's rounds hold any pair."""
     if judge in ROUND_JUDGES:
         return round_paths("results/judgments/{judge}/{lang}/rounds/round_{k}.parquet", judge, lang)
-    return list(dict.fromkeys(games_path(judge, lang, a, b) for a, b in judge_pairs(config, judge)))
+    pairs = judge_pairs(config, judge) if pairs is None else pairs
+    return list(dict.fromkeys(games_path(judge, lang, a, b) for a, b in pairs))
 
 
 def round_paths(pattern, judge, lang, rounds=None):
@@ -176,11 +178,9 @@ def contestant_answers_in_language(wildcards):
 def member_games(wildcards):
     """A panel's members and their games files in this language holding the panel's pairs (those
     every member judges), so a model only some members judge does not rerun the panel."""
-    panel, lang = wildcards.judge, wildcards.lang
-    pairs = judge_pairs(config, panel)
-    return {member: judgment_paths(member, lang) if member in ROUND_JUDGES
-            else list(dict.fromkeys(games_path(member, lang, a, b) for a, b in pairs))
-            for member in config["judges"][panel]["members"]}
+    pairs = judge_pairs(config, wildcards.judge)
+    members = config["judges"][wildcards.judge]["members"]
+    return {member: judgment_paths(member, wildcards.lang, pairs) for member in members}
 
 
 def member_judgment_files(wildcards):
@@ -318,9 +318,8 @@ def mars_answer_files(wildcards):
 
 def student_and_control_games(wildcards):
     """The arena judge's games files holding the student's games against its control, per language."""
-    pair = sorted([FT["name"], FT_CONTROL])
-    return {lang: judgment_paths(ARENA_JUDGE, lang) if ARENA_JUDGE in ROUND_JUDGES
-            else [games_path(ARENA_JUDGE, lang, *pair)] for lang in LANGUAGES}
+    pair = tuple(sorted([FT["name"], FT_CONTROL]))
+    return {lang: judgment_paths(ARENA_JUDGE, lang, [pair]) for lang in LANGUAGES}
 
 
 def student_and_control_game_files(wildcards):
