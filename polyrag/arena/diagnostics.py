@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, fit_logits, tournament_counts
+from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, fit_logits_batch, tournament_counts
 from polyrag.arena.games import position_bias, question_win_matrices
 from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
@@ -173,8 +173,8 @@ def joint_win_matrices(games_by_judge: dict[str, pd.DataFrame], models: list[str
 
 
 def discrimination(games: pd.DataFrame) -> dict:
-    """Whether a judge reads the answers: its position consistency's interval lies above the
-    consistency of a guesser with its own verdict shares (``judge_diagnostics``). A judge that
+    """Whether a judge reads the answers: its position consistency's interval lies above the most
+    a judge blind to the answers reaches with its tie rate (``judge_diagnostics``). A judge that
     answers by position, or at random, gives every model about the same logit; a gap between its
     logits and another judge's then measures the other judge, not favouritism."""
     result = judge_diagnostics(games)
@@ -209,10 +209,10 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
     judged = {judge: discrimination(games[games["model_a"].isin(compared) & games["model_b"].isin(compared)
                                           & games["query_id"].isin(questions)])
               for judge, games in games_by_judge.items()}
-    logits = np.array([fit_logits(judge_wins.sum(axis=0), alpha) for judge_wins in wins])  # judge x model
+    logits = fit_logits_batch(wins.sum(axis=1), alpha)  # judge x model
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    samples = np.array([[fit_logits(np.tensordot(counts, judge_wins, axes=1), alpha) for judge_wins in wins]
-                        for counts in drawn])  # tournament x judge x model
+    samples = np.stack([fit_logits_batch(np.tensordot(drawn, judge_wins, axes=1), alpha) for judge_wins in wins],
+                       axis=1)  # tournament x judge x model
     rows = []
     for j, judge in enumerate(judges):
         family = judge_family.get(judge)
