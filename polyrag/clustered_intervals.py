@@ -34,6 +34,12 @@ def stratified_cluster_variance(contributions: np.ndarray, clusters: np.ndarray,
     return float(variance)
 
 
+def design_effect(clustered: float, independent: float) -> float:
+    """Clustered over independent-trials variance, at least 1 (1 when the latter is 0: a share of
+    0 or 1, where the Wilson interval alone carries the width)."""
+    return max(1.0, clustered / independent) if independent > 0 else 1.0
+
+
 def wilson_interval(proportion: float, size: float, z: float) -> tuple[float, float]:
     """Wilson score interval of a proportion observed on ``size`` (possibly fractional) trials."""
     centre = (proportion + z * z / (2 * size)) / (1 + z * z / size)
@@ -52,8 +58,7 @@ def clustered_wilson_interval(outcomes: np.ndarray, clusters: np.ndarray,
     share = outcomes.mean()
     independent = share * (1 - share) / n
     clustered = stratified_cluster_variance((outcomes - share) / n, clusters, np.zeros(n))
-    design_effect = max(1.0, clustered / independent) if independent > 0 else 1.0
-    return wilson_interval(share, n / design_effect, float(norm.ppf(0.5 + confidence / 2)))
+    return wilson_interval(share, n / design_effect(clustered, independent), float(norm.ppf(0.5 + confidence / 2)))
 
 
 def clustered_mean_interval(values: np.ndarray, clusters: np.ndarray, strata: np.ndarray | None = None,

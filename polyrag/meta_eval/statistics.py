@@ -23,7 +23,7 @@ from scipy.stats import binomtest
 from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
-from polyrag.clustered_intervals import stratified_cluster_variance, wilson_interval
+from polyrag.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
 
 
 def group_ids(labels: np.ndarray, langs: np.ndarray) -> np.ndarray:
@@ -76,8 +76,8 @@ def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters
     recalls, contributions = recall_contributions(correct, groups)
     independent = np.sum(recalls * (1 - recalls) / sizes) / len(sizes) ** 2
     clustered = stratified_cluster_variance(contributions, clusters, strata)
-    design_effect = max(1.0, clustered / independent) if independent > 0 else 1.0
-    lows, highs = np.array([wilson_interval(r, n / design_effect, z) for r, n in zip(recalls, sizes)]).T
+    effect = design_effect(clustered, independent)
+    lows, highs = np.array([wilson_interval(r, n / effect, z) for r, n in zip(recalls, sizes)]).T
     score = recalls.mean()
     return (float(score - np.sqrt(np.sum((recalls - lows) ** 2)) / len(sizes)),
             float(score + np.sqrt(np.sum((highs - recalls) ** 2)) / len(sizes)))
