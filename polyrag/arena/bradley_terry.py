@@ -38,6 +38,7 @@ from polyrag.errors import DataError
 # to mean much (with 2 questions there are 3): the workflow warns, and self-preference shows none.
 MIN_BOOTSTRAP_QUESTIONS = 10
 
+
 def fit_logits(wins: np.ndarray, alpha: float) -> np.ndarray:
     """Centred, L2-penalised BT logits from a win matrix (``wins[i, j]``: wins of i over j,
     fractional for ties)."""

@@ -23,11 +23,11 @@ citation score is exactly one minus the share of non-relevant citations). It is 
 beside the fit instead, as each model's mean ``citation_precision`` (``STYLE_DIAGNOSTICS``).
 
 Normalisation as Chatbot Arena's: every covariate is a count and its difference is taken as a
-ratio, (a - b) / (a + b + 1), so 300 against 100 tokens weighs like 30 against 10. Each covariate is then divided by its scale over
-the games, computed once on all games and kept in every bootstrap tournament, so a coefficient
-is the change in log-odds per typical style difference. One departure: Chatbot Arena also
-subtracts the mean difference, which is harmless there because which model is "model_a" is
-random. Here ``model_a`` is the alphabetically first model of the pair, so the mean difference
+ratio, (a - b) / (a + b + 1), so 300 against 100 tokens weighs like 30 against 10. Each covariate
+is then divided by its scale over the games, computed once on all games and kept in every
+bootstrap tournament, so a coefficient is the change in log-odds per typical style difference.
+One departure: Chatbot Arena also subtracts the mean difference, which is harmless there
+because which model is "model_a" is random. Here ``model_a`` is the alphabetically first model of the pair, so the mean difference
 is a property of the names and subtracting it would add a spurious advantage for the first name.
 The scale is therefore the root mean square of the differences over the valid games (the
 standard deviation of the differences taken in both orientations).
@@ -37,8 +37,9 @@ added to its design matrix: the same penalty on logits and on coefficients (cova
 common scale, and with a large arena it is negligible for both), ties as half a win each, and
 logits centred by the penalty. With no style difference the fit is exactly ``fit_logits``'s.
 Intervals come from bootstrap tournaments that resample questions with all their games, built
-as in ``bradley_terry`` (t-corrected, and joint rank ranges). A model's style cannot be told apart from its strength when its
-answers barely vary in style; the fit relies on the spread of style within models.
+as in ``bradley_terry`` (t-corrected, and joint rank ranges). A model's style cannot be told
+apart from its strength when its answers barely vary in style; the fit relies on the spread of
+style within models.
 """
 
 from __future__ import annotations
@@ -153,9 +154,9 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
 
     Returns ``(table, coefficients, bootstrap)``: ``table`` has ``model, logit, ci_low, ci_high,
     rank, rank_best, rank_worst, n_questions, citation_precision`` (the mean over the model's
-    answers in ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate, coefficient, ci_low,
-    ci_high, scale`` (``coefficient / scale``: log-odds per unit of the ratio difference; a
-    covariate that never differs has nan); ``bootstrap`` has ``tournament, model, logit``."""
+    answers in ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate,
+    coefficient, ci_low, ci_high, scale`` (``coefficient / scale``: log-odds per unit of the
+    ratio difference; a covariate that never differs has nan); ``bootstrap`` has ``tournament, model, logit``."""
     counts = tally(games, models)
     unplayed = counts.loc[counts["games"] == 0, "model"].tolist()
     if unplayed:

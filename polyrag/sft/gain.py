@@ -82,15 +82,14 @@ def gain_over_control(games_by_lang: dict[str, pd.DataFrame], student: str, cont
                       reference_judge: bool) -> pd.DataFrame:
     """One row per language and ``all``: the student's games against its control and, for the
     reference judge, its criteria broken out (module docstring)."""
-    pairs = {lang: pair_games(games, student, control) for lang, games in games_by_lang.items()}
+    pairs = {lang: pair_games(games, student, control).assign(lang=lang) for lang, games in games_by_lang.items()}
     empty = [lang for lang, games in pairs.items() if games.empty]
     if empty:
         raise DataError(f"no valid game between {student!r} and its control {control!r} in {empty}")
     differences = {lang: criteria_differences(games, student, control).assign(lang=lang)
                    for lang, games in pairs.items()} if reference_judge else {}
-    rows = [gain_rows(games.assign(lang=lang), lang, None, reference_judge, differences.get(lang))
-            for lang, games in pairs.items()]
-    every = pd.concat([games.assign(lang=lang) for lang, games in pairs.items()], ignore_index=True)
+    rows = [gain_rows(games, lang, None, reference_judge, differences.get(lang)) for lang, games in pairs.items()]
+    every = pd.concat(pairs.values(), ignore_index=True)
     rows.append(gain_rows(every, "all", pd.factorize(every["lang"])[0], reference_judge,
                           pd.concat(differences.values(), ignore_index=True) if reference_judge else None))
     return pd.DataFrame(rows)
