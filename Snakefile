@@ -21,7 +21,6 @@ include: "rules/arena.smk"
 include: "rules/meta_eval.smk"
 include: "rules/mars.smk"
 include: "rules/finetune.smk"
-include: "rules/sft.smk"
 
 
 report: "report/workflow.rst"

@@ -269,17 +269,24 @@ def random_share_for(tau_target: float, curve: pd.Series) -> float:
     return float(lower + (upper - lower) * (tau_target - t0) / (t1 - t0))
 
 
+SATURATED = 0.001  # random within this of the whole design's tau: no calls left to save
+
+
 def calls_saved(means: pd.Series, scenario: str) -> list[dict]:
     """From mean tau with the truth per (scenario, design, share): for each adaptive design and
     share, the share random selection needs for the same tau (its curve ends at the exhaustive
-    design's tau, at share 1) and ``1 - share / that share``."""
+    design's tau, at share 1) and ``1 - share / that share``. Where random selection at that share
+    already reaches the exhaustive design's tau (within ``SATURATED``), both are at the ceiling and
+    calls saved cannot be read from the curve: it is left empty (NaN), never a number."""
     curve = pd.concat([means[scenario, "random"], pd.Series({1.0: means[scenario, "exhaustive", 1.0]})])
     out = []
     for design in [d for d in means[scenario].index.get_level_values(0).unique() if d not in ("random", "exhaustive")]:
         for share, value in means[scenario, design].items():
             random_share = random_share_for(value, curve)
+            saturated = curve.get(share, -np.inf) >= curve[1.0] - SATURATED
             out.append({"scenario": scenario, "design": design, "share": share, "tau_truth": value,
-                        "random_share_for_same_tau": random_share, "calls_saved": 1 - share / random_share})
+                        "random_share_for_same_tau": random_share,
+                        "calls_saved": np.nan if saturated else 1 - share / random_share})
     return out
 
 
@@ -299,8 +306,10 @@ def equivalent_random_shares(rows: pd.DataFrame, resamples: int = 1000, seed: in
             drawn = by_seed.iloc[rng.integers(0, len(by_seed), len(by_seed))].mean()
             means = pd.concat({scenario: drawn}, names=["scenario"])
             draws.append([row["calls_saved"] for row in calls_saved(means, scenario)])
-        low, high = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
-        table.append(point.assign(calls_saved_ci_low=low, calls_saved_ci_high=high))
+        low, high = np.nanpercentile(np.array(draws, dtype=float), [2.5, 97.5], axis=0)
+        saturated = point["calls_saved"].isna()  # at the ceiling: no interval either
+        table.append(point.assign(calls_saved_ci_low=np.where(saturated, np.nan, low),
+                                  calls_saved_ci_high=np.where(saturated, np.nan, high)))
     return pd.concat(table, ignore_index=True)
 
 

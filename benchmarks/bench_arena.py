@@ -48,7 +48,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import read_games, win_matrix
-from polyrag.config import model_pairs
+from polyrag.config.queries import model_pairs
 from polyrag.seeds import rng_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -145,7 +145,7 @@ def run_reference(python: str, runs: list[dict], models: list[str], seed: int) -
         source, target = Path(tmp) / "in.json", Path(tmp) / "out.json"
         source.write_text(json.dumps({"models": models, "seed": seed, "runs": specs}))
         env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": str(seed)}
-        done = subprocess.run([python, str(REPO / "benchmarks" / "mirage_bench_bt_reference.py"), str(source), str(target)],
+        done = subprocess.run([python, str(REPO / "benchmarks" / "reference" / "mirage_bench_bt_reference.py"), str(source), str(target)],
                               capture_output=True, text=True, env=env)
         if done.returncode:
             raise SystemExit(f"mirage-bench reference run failed:\n{done.stderr[-3000:]}")

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from scipy.stats import binomtest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,6 +53,9 @@ from polyrag.seeds import rng_for  # noqa: E402
 from tests.test_mars import ColumnJudge, balanced_reference, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
+# The intervals users see come from arena.bootstrap's default number of tournaments.
+TOURNAMENTS = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())[
+    "properties"]["arena"]["properties"]["bootstrap"]["default"]
 COLUMNS = ["estimator", "source", "setting", "nominal", "coverage", "mean_width", "null_rejection", "power", "seeds"]
 
 
@@ -257,14 +261,14 @@ def mirage_bench_intervals(games: pd.DataFrame, rng) -> tuple[np.ndarray, ...]:
     return logit, low, high, 1 + surely_ahead.sum(axis=0), len(logit) - surely_ahead.sum(axis=1)
 
 
-def bt_cell(seed: int, source: str, questions: int, tournaments: int = 1000, tied: bool = False) -> dict:
+def bt_cell(seed: int, source: str, questions: int, tied: bool = False) -> dict:
     """``tied``: every model equally strong, so any ordering the rank ranges claim is false (the
     ranges must then span every rank: best 1, worst 6)."""
     rng = rng_for(seed, "bench_coverage", "bt")
     games = arena_games(rng, questions, np.zeros(len(MODELS)) if tied else STRENGTHS)
     truth, ranks = (np.zeros(len(MODELS)), None) if tied else (TRUE_LOGITS, true_ranks())
     if source == "polyrag":
-        table = bradley_terry(games, MODELS, 0.01, tournaments, rng)[0].set_index("model").loc[MODELS]
+        table = bradley_terry(games, MODELS, 0.01, TOURNAMENTS, rng)[0].set_index("model").loc[MODELS]
         low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
         best, worst = table["rank_best"].to_numpy(), table["rank_worst"].to_numpy()
     else:
@@ -280,7 +284,7 @@ def leaderboard_cell(seed: int, languages: int, questions: int) -> dict:
     rng = rng_for(seed, "bench_coverage", "leaderboard")
     per_language = {}
     for k in range(languages):
-        table, bootstrap, _ = bradley_terry(arena_games(rng, questions), MODELS, 0.01, 1000, rng)
+        table, bootstrap, _ = bradley_terry(arena_games(rng, questions), MODELS, 0.01, TOURNAMENTS, rng)
         surrogate = table[["model", "logit"]].rename(columns={"logit": "predicted_logit"})
         surrogate_samples = bootstrap.rename(columns={"logit": "predicted_logit"})
         per_language[f"l{k}"] = language_table(f"l{k}", table, bootstrap, surrogate, surrogate_samples)
@@ -301,7 +305,7 @@ def adaptive_cell(seed: int, design: str, share: float, questions: int) -> dict:
     exhaustive = arena_games(rng, questions)
     chosen = design_games(exhaustive, MODELS, sorted(exhaustive["query_id"].unique()), (share,), DESIGNS[design],
                           seed, "bench")[share]
-    table = bradley_terry(chosen, MODELS, 0.01, 1000, rng)[0].set_index("model").loc[MODELS]
+    table = bradley_terry(chosen, MODELS, 0.01, TOURNAMENTS, rng)[0].set_index("model").loc[MODELS]
     truth, ranks = TRUE_LOGITS, true_ranks()
     return {"covered": float(np.mean((table["ci_low"] <= truth) & (truth <= table["ci_high"]))),
             "width": float(np.mean(table["ci_high"] - table["ci_low"])),
@@ -342,17 +346,23 @@ def run_cell(task: tuple) -> list[dict]:
     return rows
 
 
-def judge_statistics_rows(seeds: int) -> list[dict]:
-    """The judge diagnostics' cells, from ``bench_judge_statistics`` (its own simulators)."""
+def judge_statistics_tasks(seeds: int) -> list[tuple]:
+    """The judge diagnostics' cells, from ``bench_judge_statistics`` (its own simulators): one
+    pool task per call."""
     from bench_judge_statistics import kappa, position, preference, style
 
-    rows = [*position(seeds, 100), *position(seeds, 30, question_sd=1.5), kappa(seeds, 40, 1000),
-            preference(seeds, 100, 1000), *style(seeds, 100, 1000)]
+    return [(position, (seeds, 100)), (position, (seeds, 30, 1.5)), (kappa, (seeds, 40, TOURNAMENTS)),
+            (preference, (seeds, 100, TOURNAMENTS)), (style, (seeds, 100, TOURNAMENTS))]
+
+
+def run_judge_statistics(task: tuple) -> list[dict]:
+    function, args = task
+    result = function(*args)
     return [{"estimator": row["statistic"], "source": row["source"], "nominal": row["nominal"],
              "coverage": row["coverage"], "seeds": row["intervals"],
              "setting": f"{row['questions']} questions" + (f", position bias varying by question (sd {row['question_bias_sd']})"
                                                            if row.get("question_bias_sd") else "")}
-            for row in rows]
+            for row in (result if isinstance(result, list) else [result])]
 
 
 def within_band(coverage: float, seeds: int) -> bool:
@@ -362,22 +372,23 @@ def within_band(coverage: float, seeds: int) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=1000)
-    parser.add_argument("--quick", action="store_true", help="200 seeds per cell, polyrag's cells only (no anchors)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 1000; 200 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="polyrag's cells only (no anchors), 200 seeds per cell")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", default="", help="run only cells whose estimator contains this")
+    parser.add_argument("--only", default="", help="run only cells whose estimator contains one of these (comma-separated)")
     parser.add_argument("--judge-statistics", action="store_true", help="add the judge diagnostics' cells")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    seeds = 200 if args.quick else args.seeds
+    seeds = args.seeds or (200 if args.quick else 1000)
     cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells()
-             if args.only in cell[0] and (cell[1] == "polyrag" or not args.quick)]
-    tasks = [(*cell, seeds) for cell in cells]
+             if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = [row for result in pool.map(run_cell, tasks) for row in result]
-    if args.judge_statistics:
-        rows += judge_statistics_rows(seeds)
+        # The judge diagnostics' calls are the longest tasks: first, so the cells fill in around them.
+        judge_statistics = [pool.submit(run_judge_statistics, task)
+                            for task in (judge_statistics_tasks(seeds) if args.judge_statistics else [])]
+        futures = [pool.submit(run_cell, (*cell, seeds)) for cell in cells] + judge_statistics
+        rows = [row for future in futures for row in future.result()]
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -385,7 +396,7 @@ def main() -> None:
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 80,
                            "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
-    print(f"\n{len(cells)} cells x {seeds} seeds in {time.perf_counter() - start:.0f} s")
+    print(f"\n{len(table)} rows x {seeds} seeds in {time.perf_counter() - start:.0f} s ({TOURNAMENTS} bootstrap tournaments)")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.llm.types import Request
 from polyrag.mars.gold import gold_items
@@ -55,7 +56,7 @@ def synthetic_questions(gold: pd.DataFrame, questions: int) -> list[dict]:
     requests = [Request(prompt=p, temperature=0.7, max_tokens=32, seed=0, stop=["\n"]) for p in prompts]
     rows = []
     with tempfile.TemporaryDirectory() as cache:
-        llm = open_llm("gemma-270m", GEMMA, cache_dir=cache, seed=0)
+        llm = open_llm("gemma-270m", backend_options(GEMMA), cache_dir=cache, seed=0)
         for run in ("model", "cache"):
             start = time.perf_counter()
             llm.generate(requests, desc="synthetic questions")
@@ -97,7 +98,7 @@ def ppi_comparison(ares_python: str | None, trials: int) -> list[dict]:
         with tempfile.TemporaryDirectory() as directory:
             inputs, output = Path(directory) / "in.npz", Path(directory) / "out.json"
             np.savez(inputs, Y=Y, Yhat=Yhat, Yhat_unlabelled=unlabelled, alpha=0.05)
-            script = Path(__file__).with_name("ares_ppi_reference.py")
+            script = Path(__file__).parent / "reference" / "ares_ppi_reference.py"
             subprocess.run([ares_python, str(script), str(inputs), str(output)], check=True)
             reference = json.loads(output.read_text())
         difference = max(max(abs(o["ci_low"] - a), abs(o["ci_high"] - b))

@@ -30,7 +30,7 @@ rule arena_round:
         adaptive=settings_entry(config),
         regularization=config["arena"]["regularization"],
         surrogate=lambda wildcards: config["arena"]["surrogate"] if placement_round(config, wildcards.judge, int(wildcards.k)) else None,
-        free_judge=lambda wildcards: config["judges"][wildcards.judge]["backend"] in NOT_LLM_JUDGES,
+        free_judge=lambda wildcards: not judge_kind(config["judges"][wildcards.judge]).sends_prompts,
         seed=config["seed"],
     localrule: True
     log:
@@ -44,26 +44,16 @@ rule arena_round:
         "../scripts/arena_round.py"
 
 
-# One job per judge and language fits both rankings from the same games (reading them once): plain
-# Bradley-Terry with a question bootstrap, and Chatbot Arena's style control, Bradley-Terry with
-# the answers' length, citation count and markup as covariates, so a judge's taste for
-# presentation is not counted as strength.
+# Per judge and language: Bradley-Terry with a question bootstrap (the arena's ranking).
 rule bradley_terry:
     input:
         games=judgment_files,
-        questions="results/data/{lang}.parquet",
-        answers=contestant_answers_in_language,
     output:
         table="results/arena/{judge}/{lang}/bradley_terry.csv",
         bootstrap="results/arena/{judge}/{lang}/bootstrap.parquet",
         tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
-        diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
-        style_table="results/arena/{judge}/{lang}/style_controlled.csv",
-        style_coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
-        style_bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
     params:
         models=contestants,
-        panel=lambda wildcards: wildcards.judge in PANEL_JUDGES,
         bootstrap=config["arena"]["bootstrap"],
         regularization=config["arena"]["regularization"],
         seed=config["seed"],
@@ -78,6 +68,56 @@ rule bradley_terry:
         "../envs/core.yaml"
     script:
         "../scripts/bradley_terry.py"
+
+
+# How the judge behaves, from its games alone: position bias and consistency, invalid and tie
+# rates, and a panel's agreement (docs/judges.md).
+rule judge_diagnostics:
+    input:
+        games=judgment_files,
+    output:
+        diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
+    params:
+        panel=lambda wildcards: wildcards.judge in PANEL_JUDGES,
+    localrule: True  # counts over one games file: seconds
+    log:
+        "logs/arena/{judge}/{lang}/judge_diagnostics.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/judge_diagnostics.py"
+
+
+# Chatbot Arena's style control: Bradley-Terry with the answers' length, citation count and markup
+# as covariates, so a judge's taste for presentation is not counted as strength.
+rule style_control:
+    input:
+        games=judgment_files,
+        questions="results/data/{lang}.parquet",
+        answers=contestant_answers_in_language,
+    output:
+        style_table="results/arena/{judge}/{lang}/style_controlled.csv",
+        style_coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
+        style_bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
+    params:
+        models=contestants,
+        bootstrap=config["arena"]["bootstrap"],
+        regularization=config["arena"]["regularization"],
+        seed=config["seed"],
+    log:
+        "logs/arena/{judge}/{lang}/style_control.log",
+    benchmark:
+        "results/benchmarks/arena/{judge}/{lang}/style_control.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/style_control.py"
 
 
 # How the judges agree on the same games (Cohen's kappa) and whether a judge favours its own
@@ -159,6 +199,7 @@ rule leaderboard:
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
     output:
         leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category="Leaderboard"),
+        detailed="results/leaderboard_detailed.csv",
         by_language="results/leaderboard_by_language.csv",
     params:
         languages=LANGUAGES,
@@ -177,7 +218,8 @@ rule leaderboard:
 # The report offers CSVs only as downloads; this page shows the leaderboard in the report itself.
 rule leaderboard_table:
     input:
-        "results/leaderboard.csv",
+        leaderboard="results/leaderboard.csv",
+        detailed="results/leaderboard_detailed.csv",
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True
@@ -220,7 +262,7 @@ rule judges_table:
 
 rule arena_plots:
     input:
-        leaderboard="results/leaderboard.csv",
+        leaderboard="results/leaderboard_detailed.csv",
         by_language="results/leaderboard_by_language.csv",
         surrogate_metrics=expand(
             "results/arena/{judge}/{lang}/surrogate_metrics.json", judge=ARENA_JUDGE, lang=LANGUAGES

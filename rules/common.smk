@@ -4,8 +4,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from polyrag.config import (
-    NOT_LLM_JUDGES,
+from polyrag.config.queries import (
     arena_judge,
     control_name,
     families,
@@ -18,7 +17,6 @@ from polyrag.config import (
     meta_evaluators,
     generation_settings,
     judged_models,
-    judges_with_local_weights,
     judging_settings,
     mars_gold_pairs,
     mars_languages,
@@ -26,10 +24,10 @@ from polyrag.config import (
     mars_reference_pairs,
     model_pairs,
     model_resources,
-    panel_judges,
-    validate_config,
     wrong_language_source,
 )
+from polyrag.config.validate import validate_config
+from polyrag.judge.kinds import judge_kind, judges_scheduled
 from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
 from polyrag.errors import ConfigError
 
@@ -59,11 +57,13 @@ onstart:
 LANGUAGES = config["languages"]
 MODELS = list(config["models"])
 JUDGES = list(config["judges"])
-LOCAL_MODEL_JUDGES = judges_with_local_weights(config)  # judged in one job each (one model load)
-PANEL_JUDGES = panel_judges(config)  # vote with their members' verdicts, one games file per language
-# Under arena.budget, judges called per pair judge in rounds of adaptively chosen pairs (rules/arena.smk).
+# How each judge judges (polyrag/judge/kinds.py): on local weights, one job for every pair (one
+# model load); a panel votes with its members' verdicts, one games file per language; the others
+# one job per pair, or under arena.budget in rounds of adaptively chosen pairs (rules/arena.smk).
+LOCAL_MODEL_JUDGES = judges_scheduled(config, "local_weights")
+PANEL_JUDGES = judges_scheduled(config, "panel")
 ROUND_JUDGES = round_judges(config)
-PER_PAIR_JUDGES = [judge for judge in JUDGES if judge not in LOCAL_MODEL_JUDGES + PANEL_JUDGES + ROUND_JUDGES]
+PER_PAIR_JUDGES = [judge for judge in judges_scheduled(config, "per_pair") if judge not in ROUND_JUDGES]
 JUDGED = judged_models(config)
 PAIRS = model_pairs(JUDGED)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard

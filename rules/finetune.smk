@@ -1,28 +1,130 @@
-# MARS judges: one binary classifier per metric, trained on every pair's synthetic data and
-# early-stopped on held-out synthetic questions, never on the reference set that PPI corrects
-# with (a GPU job for fine-tuned encoders).
+# Fine-tuning a student to answer with citations (MIRAGE-BENCH section 3.2, appendix C; docs/finetune.md):
+# the teacher answers the training questions from their relevant passages, curation filters the
+# answers (counted) and adds the distractors back, LoRA training writes an adapter, and the student
+# joins the models under finetune.name: generate_answers waits for its adapter, and features,
+# judgments, arena and surrogate treat it like any model. One job per stage, every language in it.
+# Params hold only what each stage depends on: changing the teacher reruns the teacher's answers and
+# everything after them, i.e. the student only.
 
+if FT:
 
-rule mars_judge:
-    input:
-        synthetic=expand("results/mars/synthetic/{pair}.parquet", pair=MARS_PAIRS),
-    output:
-        judge="results/mars/judges/{metric}/judge.json",
-        history="results/mars/judges/{metric}/history.csv",
-    params:
-        judge=MARS and MARS["judge"],
-        cache_dir=config["cache_dir"],
-        seed=config["seed"],
-    log:
-        "logs/mars/judges/{metric}.log",
-    benchmark:
-        "results/benchmarks/mars/judges/{metric}.tsv"
-    threads: mars_judge_resource("threads")
-    resources:
-        gpu=mars_judge_resource("gpu"),
-        mem_mb=mars_judge_resource("mem_mb"),
-        runtime=mars_judge_resource("runtime"),
-    conda:
-        "../envs/train.yaml"
-    script:
-        "../scripts/mars_judge.py"
+    rule finetune_questions:
+        input:
+            evaluated=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        output:
+            expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
+        params:
+            training=FT["training"],
+            languages=FT_LANGUAGES,
+            seed=config["seed"],
+            cache_dir=config["cache_dir"],
+        log:
+            "logs/finetune/questions.log",
+        benchmark:
+            "results/benchmarks/finetune/questions.tsv"
+        resources:
+            mem_mb=8000,
+            runtime=120,
+        conda:
+            "../envs/core.yaml"
+        script:
+            "../scripts/finetune_questions.py"
+
+    rule teacher_answers:
+        input:
+            questions=expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
+        output:
+            expand("{dir}/teacher/{lang}.parquet", dir=FT_DIR, lang=FT_LANGUAGES),
+        params:
+            languages=FT_LANGUAGES,
+            teacher=FT["teacher"],
+            entry=config["models"][FT["teacher"]],
+            settings=generation_settings(config, FT["teacher"]),
+            cache_dir=config["cache_dir"],
+        log:
+            f"logs/finetune/{FT['name']}/teacher.log",
+        benchmark:
+            f"results/benchmarks/finetune/{FT['name']}/teacher.tsv"
+        threads: teacher_resource("threads")
+        resources:
+            gpu=teacher_resource("gpu"),
+            mem_mb=teacher_resource("mem_mb"),
+            runtime=teacher_resource("runtime"),
+        conda:
+            "../envs/llm.yaml"
+        script:
+            "../scripts/teacher_answers.py"
+
+    rule curate_training_set:
+        input:
+            questions=expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
+            teacher=expand("{dir}/teacher/{lang}.parquet", dir=FT_DIR, lang=FT_LANGUAGES),
+        output:
+            examples=f"{FT_DIR}/train.parquet",
+            counts=f"{FT_DIR}/curation_counts.json",
+        params:
+            languages=FT_LANGUAGES,
+            settings=generation_settings(config, FT["name"]),  # the prompt the student is evaluated with
+            seed=config["seed"],
+        log:
+            f"logs/finetune/{FT['name']}/curate.log",
+        localrule: True
+        conda:
+            "../envs/core.yaml"
+        script:
+            "../scripts/curate_training_set.py"
+
+    rule train_student:
+        input:
+            examples=f"{FT_DIR}/train.parquet",
+        output:
+            adapter=f"{FT_DIR}/adapter/adapter_model.safetensors",
+            adapter_config=f"{FT_DIR}/adapter/adapter_config.json",
+            summary=f"{FT_DIR}/adapter/training.json",
+            loss=f"{FT_DIR}/loss.csv",
+            epoch_loss=f"{FT_DIR}/epoch_loss.csv",
+        params:
+            # The base and how prompts are encoded; the student's other generation options do not retrain it.
+            student={key: FT["student"].get(key) for key in ("model", "package", "revision", "mode")},
+            lora=FT["lora"],
+            trainer=FT["trainer"],
+            cache_dir=config["cache_dir"],
+            seed=config["seed"],
+        log:
+            f"logs/finetune/{FT['name']}/train.log",
+        benchmark:
+            f"results/benchmarks/finetune/{FT['name']}/train.tsv"
+        threads: student_training_resource("threads")
+        resources:
+            gpu=student_training_resource("gpu"),
+            mem_mb=student_training_resource("mem_mb"),
+            runtime=student_training_resource("runtime"),
+        conda:
+            "../envs/train.yaml"
+        script:
+            "../scripts/train_student.py"
+
+    # The student against its control (the same base served the same way, without the adapter):
+    # the arena judge's verdicts and, for the reference judge, its criteria broken out.
+    if FT_CONTROL and ARENA_JUDGE:
+
+        rule finetune_gain:
+            input:
+                student_and_control_game_files,
+            output:
+                f"{FT_DIR}/gain_over_control.csv",
+            params:
+                games=student_and_control_games,
+                student=FT["name"],
+                control=FT_CONTROL,
+                reference_judge=config["judges"][ARENA_JUDGE]["backend"] == "reference",
+            log:
+                f"logs/finetune/{FT['name']}/gain.log",
+            localrule: True
+            resources:
+                mem_mb=2000,
+                runtime=10,
+            conda:
+                "../envs/core.yaml"
+            script:
+                "../scripts/finetune_gain.py"

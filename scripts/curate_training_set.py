@@ -7,8 +7,8 @@ import logging
 import pyarrow.parquet as pq
 
 from polyrag.logs import run_logged
-from polyrag.sft.curate import curate, write_counts, write_examples
-from polyrag.sft.questions import read_training_questions
+from polyrag.finetune.curate import curate, write_counts, write_examples
+from polyrag.finetune.questions import read_training_questions
 
 
 def main() -> None:

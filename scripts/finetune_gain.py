@@ -1,11 +1,11 @@
 """Snakemake entry point of rule finetune_gain: results/finetune/{name}/gain_over_control.csv, the
-fine-tuned student against its control under the arena judge (polyrag.sft.gain)."""
+fine-tuned student against its control under the arena judge (polyrag.finetune.gain)."""
 
 import logging
 
 from polyrag.arena.games import read_games
 from polyrag.logs import run_logged
-from polyrag.sft.gain import gain_over_control
+from polyrag.finetune.gain import gain_over_control
 
 
 def main() -> None:

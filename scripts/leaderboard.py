@@ -1,11 +1,13 @@
-"""Snakemake entry point of rule leaderboard: results/leaderboard.csv and leaderboard_by_language.csv."""
+"""Snakemake entry point of rule leaderboard: results/leaderboard.csv (the short table),
+leaderboard_detailed.csv (every column) and leaderboard_by_language.csv."""
 
 import json
 from pathlib import Path
 
 import pandas as pd
 
-from polyrag.arena.leaderboard import language_table, leaderboard, with_budget, with_mars_scores, with_style_controlled
+from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_budget, with_mars_scores,
+                                       with_style_controlled)
 from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.logs import run_logged
 
@@ -28,7 +30,8 @@ def main() -> None:
         table, by_language = with_budget(table, by_language, bt, dict(zip(sm.params.languages, records)))
     if i.mars:
         table = with_mars_scores(table, pd.concat([pd.read_csv(path) for path in i.mars], ignore_index=True))
-    table.to_csv(sm.output.leaderboard, index=False)
+    short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)
+    table.to_csv(sm.output.detailed, index=False)
     by_language.to_csv(sm.output.by_language, index=False)
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import torch
 
 from polyrag.logs import run_logged
-from polyrag.sft.curate import read_examples
-from polyrag.sft.student import base_checkpoint
-from polyrag.sft.train import train_lora
+from polyrag.finetune.curate import read_examples
+from polyrag.finetune.student import base_checkpoint
+from polyrag.finetune.train import train_lora
 
 
 def main() -> None:

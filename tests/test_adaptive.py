@@ -16,7 +16,7 @@ from polyrag.arena.adaptive import (AdaptiveSettings, expected_discordant, exhau
                                     select_round)
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.games import win_matrix
-from polyrag.config import model_pairs
+from polyrag.config.queries import model_pairs
 from polyrag.errors import ConfigError
 
 QUESTIONS = [f"q{k:02d}" for k in range(40)]
@@ -357,6 +357,16 @@ def test_random_share_for_interpolates_random_selections_curve():
     assert saved["random_share_for_same_tau"] == pytest.approx(0.175) and saved["calls_saved"] == pytest.approx(1 - 0.1 / 0.175)
     # One seed: every resample is that seed, and the interval is the point.
     assert saved["calls_saved_ci_low"] == pytest.approx(saved["calls_saved"]) == pytest.approx(saved["calls_saved_ci_high"])
+
+
+def test_calls_saved_is_empty_where_random_selection_is_already_at_the_ceiling():
+    """Both at tau 1 (random reaches it at 10%): a design at 25% did not "spend 150% more", and
+    one at 10% did not save calls on a 0.001 difference; neither figure can be read."""
+    rows = pd.DataFrame({"scenario": "s", "design": ["random"] * 3 + ["ranking"] * 2 + ["exhaustive"],
+                         "share": [0.10, 0.25, 0.50, 0.10, 0.25, 1.0], "seed": 0,
+                         "tau_truth": [0.9995, 1.0, 1.0, 1.0, 1.0, 1.0]})
+    saved = bench_adaptive().equivalent_random_shares(rows, resamples=20)
+    assert saved[["calls_saved", "calls_saved_ci_low", "calls_saved_ci_high"]].isna().all().all()
 
 
 def test_calls_saved_interval_resamples_seeds_and_widens_with_their_spread():

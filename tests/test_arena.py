@@ -12,7 +12,7 @@ from scipy.stats import t as student_t
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits, intervals_and_ranks
 from polyrag.arena.games import position_bias, read_games, tally, win_matrix
-from polyrag.arena.leaderboard import language_table, leaderboard
+from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores
 from polyrag.arena.surrogate import surrogate
 from polyrag.errors import DataError
 
@@ -455,6 +455,19 @@ def test_leaderboard_ranks_by_mean_logit_and_its_interval_is_that_of_the_mean():
                                    [rows.loc[model, "score"] - half, rows.loc[model, "score"] + half])
     x = by_language[by_language["model"] == "x"]
     assert x["bt_logit"].isna().all() and (x["arena_logit"] == x["surrogate_logit"]).all()
+
+
+def test_the_short_leaderboard_is_what_a_reader_needs_first_and_mars_columns_name_their_languages():
+    table, _ = leaderboard({"en": language_table("en", *arena_tables(EN_LOGITS, {"x": 0.5})),
+                            "de": language_table("de", *arena_tables(DE_LOGITS, {"x": 0.1}))})
+    # MARS scored en only: its pooled ("all") score covers en, which the column says.
+    scores = pd.DataFrame([{"model": m, "lang": lang, "metric": "af", "score": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+                           for m in ("a", "b", "c", "x") for lang in ("en", "all")])
+    detailed = with_mars_scores(table, scores)
+    assert set(detailed["mars_languages"]) == {"en"} and detailed["mars_af"].eq(0.8).all()
+    short = short_leaderboard(detailed)
+    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged"]
+    assert short.equals(detailed[short.columns]) and len(detailed.columns) == 15
 
 
 def test_leaderboard_rank_never_contradicts_the_interval():

@@ -11,12 +11,14 @@ import pytest
 import yaml
 
 from polyrag.arena.bradley_terry import bradley_terry
-from polyrag.config import generation_settings, validate_config, wrong_language_source
+from polyrag.config.queries import generation_settings, wrong_language_source
+from polyrag.config.validate import validate_config
 from polyrag.data.select import select_questions
 from polyrag.features.deterministic import deterministic_features
 from polyrag.features.embedding import EmbeddingStore
 from polyrag.generate.answers import foreign_answers, generate_answers
 from polyrag.judge.games import arena_items, judge_with_reference
+from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.seeds import rng_for
 
@@ -34,7 +36,7 @@ def demo(repo, tmp_path_factory):
     answers = {}
     for name, entry in mocks.items():
         settings = generation_settings(config, name)
-        llm = open_llm(name, entry, cache_dir=cache, seed=config["seed"])
+        llm = open_llm(name, backend_options(entry), cache_dir=cache, seed=config["seed"])
         for lang, questions in records.items():
             other = wrong_language_source(entry, lang, config["languages"])
             foreign = foreign_answers(questions, records[other], config["seed"], name, lang)

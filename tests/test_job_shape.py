@@ -43,7 +43,7 @@ def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):
     block = output.split("rule judge_pairs_local_model:")[1].split("\n\n")[0]
     assert "output: " + ", ".join(f"results/judgments/local-judge/{lang}/games.parquet" for lang in ("en", "de", "hi")) in block
     assert "gpu=1" in block  # the transformers default: a GPU job on clusters
-    # the fit reads that one games file (then the questions and answers, for the style control)
+    # the fit reads that one games file
     inputs = re.findall(r"rule bradley_terry:\n    input: ([^\n]+)\n(?:    [^\n]*\n)*?    wildcards: judge=local-judge, "
                         r"lang=de\n", output)
     assert [path for path in inputs[0].split(", ") if "judgments" in path] == ["results/judgments/local-judge/de/games.parquet"]

@@ -8,7 +8,7 @@ import pytest
 
 from polyrag.data.demo import load_demo
 from polyrag.errors import DataError, TooManyFailures
-from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_llm, judge_with_reference
+from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
@@ -111,7 +111,7 @@ def test_llm_judge_fills_every_prompt_and_retries(hindi):
     a = [{"query_id": r["query_id"], "answer": f"Delhi answer {r['query_id']}", "cited_docids": [], "raw_output": ""} for r in records]
     b = [{"query_id": r["query_id"], "answer": None, "cited_docids": [], "raw_output": f"raw {r['query_id']}"} for r in records]
     judge = ScriptedJudge()
-    rows = judge_with_llm(LLM(judge), arena_items(records, a, b), "m1", "m2", JUDGING)
+    rows = judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, a, b))], JUDGING)[0]
     assert [r["verdict"] for r in rows] == ["model_a"] * 6
     assert [r["judge_calls"] for r in rows] == [2] * 6 and [r["judge_tokens"] for r in rows] == [22] * 6
     first_prompts = judge.prompts[:6]
@@ -127,10 +127,10 @@ def test_unreadable_verdicts_are_invalid_and_a_judge_that_never_decides_fails(hi
     records, _ = hindi
     a = [perfect(r) for r in records]
     with pytest.raises(TooManyFailures, match=r"no readable verdict .* in any of the 6 games of m1 vs m2 after 3 attempts"):
-        judge_with_llm(LLM(ScriptedJudge(lambda p: True)), arena_items(records, a, a), "m1", "m2", JUDGING)
+        judge_pairs_with_llm(LLM(ScriptedJudge(lambda p: True)), [("m1", "m2", arena_items(records, a, a))], JUDGING)[0]
     stubborn = records[0]["query"]
     b = [{**x, "answer": x["answer"] + " (b)"} for x in a]  # distinct answers: each order its own prompt
-    rows = judge_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), arena_items(records, a, b), "m1", "m2", JUDGING)
+    rows = judge_pairs_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), [("m1", "m2", arena_items(records, a, b))], JUDGING)[0]
     assert [r["verdict"] for r in rows] == ["invalid", "invalid", "tie", "tie", "tie", "tie"]
     assert [r["judge_calls"] for r in rows] == [3, 3, 2, 2, 2, 2]  # invalid games were asked 3 times, then kept
 
@@ -140,7 +140,7 @@ def test_games_with_the_same_prompt_are_asked_once(hindi):
     records, _ = hindi
     same = [perfect(r) for r in records]
     judge = ScriptedJudge()
-    rows = judge_with_llm(LLM(judge), arena_items(records, same, same), "m1", "m2", JUDGING)
+    rows = judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, same, same))], JUDGING)[0]
     assert len(rows) == 6 and [r["judge_calls"] for r in rows] == [2] * 6
     assert len(judge.prompts) == len(set(judge.prompts)) * 2 == 3 * 2  # 3 distinct prompts, 2 attempts each
 
@@ -168,7 +168,7 @@ def test_a_base_model_judge_continues_a_prefix_and_its_unreadable_replies_are_ke
     prefix = "My final verdict is: [["
     settings = {**JUDGING, "max_tokens": 2, "response_prefix": prefix, "stop": ["\n"]}
     judge = FirstLetterJudge(confused=records[1]["query"])
-    rows = judge_with_llm(LLM(judge), arena_items(records, a, b), "m1", "m2", settings)
+    rows = judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, a, b))], settings)[0]
     # A completion request: the judge prompt as text, a blank line, then the prefix to continue.
     first = judge.requests[0]
     assert first.messages is None and first.prompt.endswith(f"\n\n{prefix}") and records[0]["query"] in first.prompt
@@ -192,7 +192,7 @@ def test_pairs_of_one_language_are_asked_question_by_question(hindi):
     arena = [r["query_id"] for r in records if r["arena"]]
     assert asked == [query_id for query_id in arena for _ in range(3 * 2)]  # 3 pairs x 2 orders per question
     for ((m1, m2), pair_items), rows in zip(items.items(), batched):
-        alone = judge_with_llm(LLM(FirstLetterJudge()), pair_items, m1, m2, {**JUDGING, "response_prefix": "[["})
+        alone = judge_pairs_with_llm(LLM(FirstLetterJudge()), [(m1, m2, pair_items)], {**JUDGING, "response_prefix": "[["})[0]
         assert rows == alone
 
 
@@ -225,3 +225,28 @@ def test_recorded_verdicts(tmp_path, hindi):
     write_jsonl(tmp_path / "hi.jsonl", [{"query_id": arena_id, "model_A": "gpt-4o", "model_B": "llama-3", "verdict": "a"}])
     with pytest.raises(DataError, match=r"hi.jsonl: row 1: verdict 'a' is not one of A, B, Tie"):
         recorded_games(records, "gpt4o", "llama-3", "hi", options, "")
+
+
+def test_one_registry_decides_a_judges_kind_and_the_llm_layer_gets_backend_options_only(repo):
+    import yaml
+
+    from polyrag.config.entries import backend_options
+    from polyrag.errors import ConfigError
+    from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
+    from polyrag.llm.factory import make_backend
+
+    schema = yaml.safe_load((repo / "schemas" / "config.schema.yaml").read_text())
+    backends = schema["$defs"]["judge"]["properties"]["backend"]["enum"]
+    assert sorted(backends) == sorted(KINDS)  # the schema names exactly the registered kinds
+    with pytest.raises(ConfigError, match=r"judges.x.backend: unknown judge kind 'claude' \(known: reference, recorded"):
+        judge_kind({"backend": "claude"}, "x")
+    config = {"judges": {"ref": {"backend": "reference"}, "api": {"backend": "openai", "model": "m"},
+                         "local": {"backend": "llama_cpp", "package": "p"}, "both": {"backend": "panel", "members": ["ref", "api"]}}}
+    assert [judges_scheduled(config, s) for s in ("per_pair", "local_weights", "panel")] == [["ref", "api"], ["local"], ["both"]]
+    assert prompting_judges(config) == ["api", "local"]
+    # Arena keys never reach a backend: stripped by the config layer, refused by the LLM layer.
+    entry = {"backend": "mock", "error_rate": 0.1, "contestants": ["a", "b"], "max_questions": 5, "family": "f"}
+    assert backend_options(entry) == {"backend": "mock", "error_rate": 0.1}
+    make_backend("m", backend_options(entry), cache_dir="unused", seed=0)
+    with pytest.raises(TypeError, match="contestants"):
+        make_backend("m", entry, cache_dir="unused", seed=0)

@@ -295,7 +295,7 @@ def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_re
     with pytest.raises(DataError, match="judge lc: the synthetic data have no language-consistency negatives"):
         judge_data(table[table["kind"] != "lc_negative"], "lc", seed=4)
     # The workflow's judge rule reads the synthetic data only.
-    rule = (repo / "rules" / "finetune.smk").read_text()
+    rule = (repo / "rules" / "mars.smk").read_text().split("rule mars_judge:")[1]
     assert "reference" not in rule.split("input:")[1].split("output:")[0]
 
 
@@ -304,7 +304,7 @@ def test_memerag_reference_with_the_mars_meta_evaluation_scorer_is_refused(repo,
 
     import yaml
 
-    from polyrag.config import validate_config
+    from polyrag.config.validate import validate_config
     from polyrag.errors import ConfigError
 
     monkeypatch.chdir(repo)
@@ -478,7 +478,7 @@ def test_confusion_matrix_interval_inverts_its_test_on_a_grid():
 def test_the_workflow_scores_with_the_confusion_matrix_by_default(repo, monkeypatch):
     import yaml
 
-    from polyrag.config import validate_config
+    from polyrag.config.validate import validate_config
 
     monkeypatch.chdir(repo)
     config = yaml.safe_load((repo / "config.yaml").read_text())
@@ -607,7 +607,7 @@ def test_system_scores_from_answers(trained_judges):
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     """The transformers backend of train_judge/load_judge on a tiny random model: the question is
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""
-    from polyrag.mars.finetune import load_transformers_judge
+    from polyrag.mars.encoder_judge import load_transformers_judge
 
     from .tiny_models import sequence_classifier
 

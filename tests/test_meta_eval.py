@@ -13,7 +13,7 @@ import yaml
 from scipy.stats import beta, permutation_test
 from sklearn.metrics import balanced_accuracy_score
 
-from polyrag.config import validate_config
+from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError, DataError
 from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM

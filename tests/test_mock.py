@@ -106,7 +106,7 @@ def test_refusals_are_in_the_question_language(language):
 
 
 def test_a_language_without_a_refusal_is_an_error_not_english():
-    from polyrag.config import check_mock_refusals
+    from polyrag.config.validate import check_mock_refusals
     from polyrag.errors import ConfigError, DataError
 
     passages = [{"docid": "d0#0", "title": "", "text": "Fakt."}]

@@ -11,7 +11,7 @@ import pytest
 from polyrag.errors import BackendUnavailable, LLMUnavailable, TooManyFailures
 from polyrag.features.llm_scores import llm_scores
 from polyrag.generate.answers import generate_answers
-from polyrag.judge.games import arena_items, judge_with_llm
+from polyrag.judge.games import arena_items, judge_pairs_with_llm
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 from polyrag.llm.openai_backend import OpenAIBackend
@@ -108,7 +108,7 @@ def every_llm_caller(repo):
     judging = {"max_attempts": 2, "temperature": 0.1, "max_tokens": 8, "seed": 1}
     generation = {"prompt": "mirage", "temperature": 0.1, "max_tokens": 8, "seed": 1, "max_failure_fraction": 1.0}
     return {
-        "judge": lambda llm: judge_with_llm(llm, arena_items(records, answers, other), "m1", "m2", judging),
+        "judge": lambda llm: judge_pairs_with_llm(llm, [("m1", "m2", arena_items(records, answers, other))], judging)[0],
         "llm features": lambda llm: llm_scores(llm, records, answers, judging),
         "meta-evaluation": lambda llm: llm_predictions(llm, memerag_sentences(), ["faithfulness", "relevance"], ["zero_shot"],
                                                        {**judging, "include_question": True}),
@@ -198,7 +198,7 @@ def test_a_server_outage_fails_the_judge_job_and_the_rerun_completes_it(llama_se
     def judge(url, cache):
         llm = LLM(backend(url, **options), ResponseCache(cache))
         try:
-            return judge_with_llm(llm, games, "right", "wrong", judging)
+            return judge_pairs_with_llm(llm, [("right", "wrong", games)], judging)[0]
         finally:
             llm.close()
 

@@ -14,7 +14,7 @@ from polyrag.arena.adaptive import AdaptiveSettings, round_units, round_zero_uni
 from polyrag.arena.leaderboard import with_budget
 from polyrag.arena.rounds import (adaptive_settings, budget_spec, judge_round_count, question_ids, round_judges,
                                   round_record)
-from polyrag.config import validate_config
+from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 from polyrag.judge.games import arena_items
 

@@ -18,6 +18,6 @@ def test_sampling_params_mapping():
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
 def test_missing_vllm_is_a_clear_error():
-    entry = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "judge": True}
+    entry = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct"}
     with pytest.raises(BackendUnavailable, match=r"backend 'vllm' for model 'Qwen/Qwen2.5-7B-Instruct' needs the vllm package"):
         make_backend("qwen", entry, cache_dir="unused", seed=0)

@@ -142,11 +142,15 @@ def test_arena_tables_leaderboard_and_report(run, repo):
         first_wins = (decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"])
                       == decisive["shown_first"]).sum()
         assert diagnostics[["decisive_games", "first_position_wins"]].iloc[0].tolist() == [len(decisive), first_wins]
-    board = pd.read_csv(workdir / "results" / "leaderboard.csv")
+    short = pd.read_csv(workdir / "results" / "leaderboard.csv")
+    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged"]
+    board = pd.read_csv(workdir / "results" / "leaderboard_detailed.csv")
     mars = [f"mars_{m}{s}" for m in ("cr", "ar", "af", "lc") for s in ("", "_ci_low", "_ci_high")]
     assert list(board.columns) == ["model", "rank", "rank_style_controlled", "rank_best", "rank_worst", "mean_rank",
                                    "score", "ci_low", "ci_high", "score_style_controlled", "ci_low_style_controlled",
-                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", *mars]
+                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", "mars_languages", *mars]
+    assert short.equals(board[short.columns])
+    assert set(board["mars_languages"]) == {",".join(sorted(config["mars"]["languages"] or config["languages"]))}
     # Every interval is there; a score only where the judge can measure the metric (else empty).
     assert board[[c for c in mars if "_ci_" in c]].notna().all().all()
     for metric in ("cr", "ar", "af", "lc"):
@@ -239,7 +243,7 @@ def test_judge_diagnostics_panel_and_style_control(run):
     wins, decisive = map(int, np.sum(gemma_first_wins, axis=0))
     assert binomtest(wins, decisive).proportion_ci(0.95, method="wilson").low > 0.5
     # The leaderboard's style-controlled rank orders the mean style-controlled logit over languages.
-    board = pd.read_csv(workdir / "results" / "leaderboard.csv").set_index("model")
+    board = pd.read_csv(workdir / "results" / "leaderboard_detailed.csv").set_index("model")
     style = pd.concat([pd.read_csv(workdir / "results" / "arena" / "reference" / lang / "style_controlled.csv")
                        for lang in config["languages"]]).groupby("model")["logit"].mean()
     assert board["score_style_controlled"].to_dict() == pytest.approx(style.to_dict())
@@ -258,7 +262,7 @@ def test_judge_diagnostics_panel_and_style_control(run):
 
 def chromium() -> Path:
     """Debian's Chromium, or a skip with the reason; in CI (POLYRAG_SHARED_DATA set) a missing one fails."""
-    from polyrag.report_browser import CHROMIUM
+    from tests.report_browser import CHROMIUM
 
     if CHROMIUM.exists():
         return CHROMIUM
@@ -273,7 +277,7 @@ def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
     the page runs and shows the table (a CSV result is only a download link)."""
     from PIL import Image
 
-    from polyrag.report_browser import leaderboard_models, open_report, report_categories, show_result
+    from tests.report_browser import leaderboard_models, open_report, report_categories, show_result
 
     browser = chromium()
     workdir, _ = run
@@ -358,7 +362,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # the judge that judges mock-20 (reference): the Gemma judge's contestants are unchanged, so it
     # is not rerun and neither are its fits, nor the panel (the games both members judged).
     per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
-    aggregate = {"bradley_terry": 2, "surrogate": 2,
+    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
@@ -543,7 +547,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1, "finetune_gain": 1}
     per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
                  "mars_scores": 1}
-    aggregate = {"bradley_terry": 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
+    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
                  "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]

@@ -59,7 +59,7 @@ from scipy.special import ndtr  # the standard normal CDF, without scipy.stats o
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import win_matrix
-from polyrag.config import model_pairs
+from polyrag.config.queries import model_pairs
 from polyrag.errors import ConfigError
 from polyrag.seeds import rng_for
 

@@ -1,5 +1,9 @@
 """The overall leaderboard from the per-language arena tables of one judge.
 
+Two tables: ``results/leaderboard.csv`` holds what a reader needs first (``SHORT_COLUMNS``:
+rank, model, score with its 95% interval, the joint rank range, judged; under a budget also
+games and share spent); ``results/leaderboard_detailed.csv`` holds every column below.
+
 In each language, a judged model's arena logit is its Bradley-Terry logit; a model that was not
 judged (``judge: false``) takes the surrogate's prediction, on the same scale. Per language,
 models are ranked by that logit. Overall:
@@ -31,6 +35,9 @@ import numpy as np
 import pandas as pd
 
 from polyrag.arena.bradley_terry import intervals_and_ranks
+
+SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "games",
+                 "share_spent"]
 
 
 def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surrogate: pd.DataFrame,
@@ -73,11 +80,18 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     return table, by_language[columns]
 
 
+def short_leaderboard(detailed: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``SHORT_COLUMNS`` the detailed table has (games and share spent: under a budget)."""
+    return detailed[[column for column in SHORT_COLUMNS if column in detailed.columns]]
+
+
 def with_mars_scores(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Add ``mars_{metric}`` with ``_ci_low``/``_ci_high``: each model's PPI score over all its
-    scored languages (the ``all`` rows of results/mars/scores/{model}.csv)."""
+    """Add ``mars_languages`` (the languages MARS scored, which may be fewer than the arena's) and
+    ``mars_{metric}`` with ``_ci_low``/``_ci_high``: each model's PPI score over those languages
+    (the ``all`` rows of results/mars/scores/{model}.csv)."""
     pooled = scores[scores["lang"] == "all"]
-    wide = {}
+    scored = scores[scores["lang"] != "all"].groupby("model")["lang"].agg(lambda langs: ",".join(sorted(set(langs))))
+    wide = {"mars_languages": scored}
     for metric, rows in pooled.groupby("metric", sort=False):
         rows = rows.set_index("model")
         for column, suffix in (("score", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):

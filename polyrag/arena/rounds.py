@@ -16,7 +16,8 @@ from __future__ import annotations
 import pandas as pd
 
 from polyrag.arena.adaptive import EXHAUSTIVE, AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds
-from polyrag.config import judge_contestants, judged_models, judges_with_local_weights, panel_judges
+from polyrag.config.queries import judge_contestants, judged_models
+from polyrag.judge.kinds import judges_scheduled
 from polyrag.errors import ConfigError
 
 
@@ -37,8 +38,7 @@ def round_judges(config: dict) -> list[str]:
     language: a language left ``exhaustive`` spends the whole design in rounds)."""
     if not budgeted(config):
         return []
-    kept = set(judges_with_local_weights(config)) | set(panel_judges(config))
-    return [judge for judge in config["judges"] if judge not in kept]
+    return judges_scheduled(config, "per_pair")
 
 
 def settings_entry(config: dict) -> dict:

@@ -80,10 +80,6 @@ def judge_prompt(record: dict, first: dict, second: dict) -> list[dict[str, str]
     return [{"role": "user", "content": content}]
 
 
-def judge_with_llm(llm: LLM, items, model_a: str, model_b: str, settings: dict) -> list[dict]:
-    return judge_pairs_with_llm(llm, [(model_a, model_b, items)], settings)[0]
-
-
 def judge_pairs_with_llm(llm: LLM, matchups: list[tuple[str, str, list]], settings: dict) -> list[list[dict]]:
     """The games of each ``(model_a, model_b, items)``, all asked in one batch ordered by question:
     the prompts of one question share their start (instructions, question, passages), which a

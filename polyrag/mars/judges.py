@@ -3,7 +3,7 @@
 - ``embedding_logreg`` (offline, CPU): logistic regression on frozen multilingual-e5-small
   embeddings of each input and, for every two inputs, their element-wise product and absolute
   difference (the usual features for comparing two sentence embeddings).
-- ``transformers``: a fine-tuned sequence classifier (``polyrag.mars.finetune``); the question is
+- ``transformers``: a fine-tuned sequence classifier (``polyrag.mars.encoder_judge``); the question is
   the first text, the other inputs the second.
 
 A judge directory holds ``judge.json`` (what it is and how it scored on the validation set),
@@ -31,7 +31,7 @@ from sklearn.preprocessing import StandardScaler
 
 from polyrag.errors import DataError
 from polyrag.features.embedding import EmbeddingStore, e5_store
-from polyrag.mars.finetune import accuracies, load_transformers_judge, train_transformers_judge
+from polyrag.mars.encoder_judge import accuracies, load_transformers_judge, train_transformers_judge
 from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS
 
 log = logging.getLogger(__name__)

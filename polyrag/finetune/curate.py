@@ -90,7 +90,7 @@ def curate(records: list[dict], teacher_rows: dict[str, list[dict]], student_set
     """Training examples and the counts behind them.
 
     ``records`` are the training questions (any languages), ``teacher_rows`` the teacher's answers
-    per language (:func:`polyrag.sft.teacher.teacher_answers`; query ids repeat across languages
+    per language (:func:`polyrag.finetune.teacher.teacher_answers`; query ids repeat across languages
     in parallel data), ``student_settings`` the student's generation settings
     (``polyrag.config.generation_settings``). Counts: ``{"total": {...}, "by_language":
     {lang: {...}}}``, each ``{"questions", "kept", "dropped": {reason: n}}``."""

@@ -6,7 +6,7 @@ import logging
 import pyarrow.parquet as pq
 
 from polyrag.logs import run_logged
-from polyrag.sft.questions import load_training_questions, write_training_questions
+from polyrag.finetune.questions import load_training_questions, write_training_questions
 
 
 def main() -> None:

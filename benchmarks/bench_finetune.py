@@ -5,7 +5,7 @@ as tables, and an estimate (not a measurement) for MIRAGE-BENCH's settings on on
 2. the demo's training examples: the mock-perfect teacher (the demo's gold answers) through the
    real teacher and curation code on every demo question, tokens per example with all passages,
    and the curation counts (the demo's evaluated questions stand in for its training questions);
-3. LoRA training examples per second (``polyrag.sft.train.train_lora``, the paper's LoRA settings,
+3. LoRA training examples per second (``polyrag.finetune.train.train_lora``, the paper's LoRA settings,
    no gradient checkpointing) at short sequence lengths: demo questions cut to the relevant
    passage and as many distractors as fit in ``--lengths`` tokens; per-device batch sizes; and
    trl's own CPU behaviour (every position through the output layer) beside the default;
@@ -17,7 +17,7 @@ as tables, and an estimate (not a measurement) for MIRAGE-BENCH's settings on on
    measured rate gives the FLOP/s actually reached, which checks the FLOP count against a
    measurement.
 
-    .venv/bin/python benchmarks/bench_sft.py [--lengths 256 512] [--examples 8] [--per-device 1 4] [--threads 2]
+    .venv/bin/python benchmarks/bench_finetune.py [--lengths 256 512] [--examples 8] [--per-device 1 4] [--threads 2]
                                             [--repeats 2] [--generate 8]
 """
 
@@ -39,11 +39,11 @@ from polyrag.llm.client import LLM
 from polyrag.llm.mock import MockBackend
 from polyrag.llm.transformers_backend import prompt_ids
 from polyrag.llm.types import Request
-from polyrag.sft.curate import curate
-from polyrag.sft.student import base_checkpoint
-from polyrag.sft.teacher import teacher_answers
-import polyrag.sft.train as sft_train
-from polyrag.sft.train import PAPER_SETTINGS, train_lora
+from polyrag.finetune.curate import curate
+from polyrag.finetune.student import base_checkpoint
+from polyrag.finetune.teacher import teacher_answers
+import polyrag.finetune.train as finetune_train
+from polyrag.finetune.train import PAPER_SETTINGS, train_lora
 
 REPO = Path(__file__).resolve().parent.parent
 LANGUAGES = ["en", "de", "es", "hi", "ar", "zh"]
@@ -67,12 +67,12 @@ def scoring(answer_only: bool):
     if answer_only:
         yield
         return
-    original = sft_train.answer_positions_only
-    sft_train.answer_positions_only = lambda device: contextlib.nullcontext()
+    original = finetune_train.answer_positions_only
+    finetune_train.answer_positions_only = lambda device: contextlib.nullcontext()
     try:
         yield
     finally:
-        sft_train.answer_positions_only = original
+        finetune_train.answer_positions_only = original
 
 
 def timed(function):

@@ -16,13 +16,13 @@ import csv
 import inspect
 import logging
 import math
-import random
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from polyrag.errors import DataError
+from polyrag.torch_runtime import resolve_device, seed_everything
 
 logger = logging.getLogger(__name__)
 
@@ -35,23 +35,6 @@ WARMUP_FRACTION = 0.1  # of all optimisation steps, then linear decay to zero
 class JudgeDataError(DataError, ValueError):
     """Training or validation examples a judge cannot learn from (a ValueError for callers, and a
     PolyragError so that a Snakemake rule reports it in one line)."""
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-
-
-def seed_everything(seed: int) -> int:
-    """Seed python, numpy and torch (dropout, new heads, LoRA init); returns the seed as used."""
-    import torch
-
-    seed = int(seed) % 2**32  # numpy accepts no more; stable_seed() gives 64-bit seeds
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # every device, CUDA included
-    return seed
 
 
 def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_length: int) -> list[dict[str, list[int]]]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from polyrag.errors import ConfigError, DataError
 from polyrag.llm.transformers_backend import prompt_ids
 from polyrag.llm.types import Request
-from polyrag.mars.finetune import resolve_device, seed_everything
+from polyrag.torch_runtime import resolve_device, seed_everything
 from polyrag.seeds import rng_for
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
 
 def train_lora(examples: list[dict], settings: dict, base: str, out_dir: str | Path, history_path: str | Path,
                seed: int, mode: str = "chat", epoch_path: str | Path | None = None):
-    """Fine-tune ``base`` (a Hub id or folder, see :func:`polyrag.sft.student.base_checkpoint`) on
+    """Fine-tune ``base`` (a Hub id or folder, see :func:`polyrag.finetune.student.base_checkpoint`) on
     curated ``examples`` less the held-out questions; ``mode`` is the student's prompt mode (its
     model entry's). Returns the summary written to ``out_dir/training.json`` and the trained PEFT
     model; the per-epoch losses go to ``epoch_path`` (default: beside ``history_path``)."""

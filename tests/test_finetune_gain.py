@@ -1,5 +1,5 @@
 """The fine-tuned student against its control: the same base served the same way, without the
-adapter (polyrag.sft.gain, finetune.control)."""
+adapter (polyrag.finetune.gain, finetune.control)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_gain_over_control_breaks_the_judges_criteria_out_with_t_intervals():
     plain t interval over questions (scipy); 'all' pools languages as strata."""
     from scipy import stats
 
-    from polyrag.sft.gain import gain_over_control
+    from polyrag.finetune.gain import gain_over_control
 
     rng = np.random.default_rng(3)
     games, language_gain = {}, {}
@@ -66,7 +66,8 @@ def test_gain_over_control_breaks_the_judges_criteria_out_with_t_intervals():
 
 
 def test_the_control_is_the_student_served_the_same_way_without_the_adapter(repo):
-    from polyrag.config import control_name, validate_config
+    from polyrag.config.queries import control_name
+    from polyrag.config.validate import validate_config
 
     config = validate_config(yaml.safe_load((repo / "config.yaml").read_text()), repo / "schemas" / "config.schema.yaml")
     student, control = config["models"]["gemma-270m-sft"], config["models"][control_name(config)]

@@ -1,6 +1,7 @@
 """Config validation: JSON schema with defaults, then the checks a schema cannot express.
 
 Every problem stops the run before any job with one message that names the config file and key.
+What the rules ask of a validated config is in ``polyrag.config.queries``.
 """
 
 from __future__ import annotations
@@ -15,22 +16,17 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
+from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages, judge_contestants,
+                                    judge_pairs, judged_models, mars_pairs, wrong_language_source)
 from polyrag.errors import ConfigError
+from polyrag.finetune.student import check_student, student_entry
+from polyrag.generate.prompts import refusal
+from polyrag.judge.kinds import judge_kind
+from polyrag.mars.labels import split_pair
+from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-#: Cluster resources per backend, overridden by a model's own ``resources:``.
-BACKEND_RESOURCES: dict[str, dict[str, int]] = {
-    "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
-    "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
-    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2},
-    "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
-    "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
-    "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
-    "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
-}
-#: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
-FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
+META_EVAL_RESERVED = ("data", "scores", "e5-similarity", "nli", "mars")
 
 
 def _with_defaults(validator_class):
@@ -165,7 +161,7 @@ def check_semantics(config: dict, source: str) -> None:
     llm_features = config["features"]["llm"]
     if llm_features is not None:
         judge = config["judges"].get(llm_features["judge"])
-        if judge is None or judge["backend"] in NOT_LLM_JUDGES:
+        if judge is None or not judge_kind(judge, llm_features["judge"]).sends_prompts:
             raise ConfigError(f"{source}: features.llm.judge: {llm_features['judge']!r} is not an LLM judge under judges:")
     arena_judge = config["arena"]["judge"]
     if arena_judge is not None and arena_judge not in config["judges"]:
@@ -176,14 +172,12 @@ def check_semantics(config: dict, source: str) -> None:
     check_judges(config, source)
     meta_eval = config["meta_eval"]
     if meta_eval is not None:
-        from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
-
         if meta_eval["variant"] in ANNOTATION_LIST_VARIANTS:  # the loader would stop on the first sentence
             raise ConfigError(f"{source}: meta_eval.variant: {meta_eval['variant']} labels each sentence with a "
                               f"list of annotations (one per annotator); {ONE_LABEL_HINT}")
         for name in meta_eval["llm_judges"]:
             judge = config["judges"].get(name)
-            if judge is None or judge["backend"] in NOT_LLM_JUDGES:
+            if judge is None or not judge_kind(judge, name).sends_prompts:
                 raise ConfigError(f"{source}: meta_eval.llm_judges: {name!r} is not an LLM judge under judges:")
         if "nli" in meta_eval["scorers"] and config["features"]["nli"] is None:
             raise ConfigError(f"{source}: meta_eval.scorers: nli needs an NLI model under features.nli")
@@ -230,12 +224,12 @@ def check_judges(config: dict, source: str) -> None:
         if unknown:
             raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judge: true "
                               f"(judged models: {judged})")
-        if entry["backend"] != "panel":
+        if judge_kind(entry, name).scheduling != "panel":
             continue
         for member in entry["members"]:
             if member not in config["judges"]:
                 raise ConfigError(f"{source}: judges.{name}.members: {member!r} is not a judge under judges:")
-            if config["judges"][member]["backend"] == "panel":
+            if judge_kind(config["judges"][member], member).scheduling == "panel":
                 raise ConfigError(f"{source}: judges.{name}.members: {member!r} is a panel; a panel's members "
                                   "are judges that give verdicts themselves")
         if not judge_pairs(config, name):
@@ -247,126 +241,10 @@ def check_judges(config: dict, source: str) -> None:
 def check_mock_refusals(name: str, languages: list[str], source: str) -> None:
     """A mock system that errs can refuse (a corruption, and the fallback of the others): every
     question language needs its refusal in polyrag/prompts/mock_refusal.yaml."""
-    from polyrag.generate.prompts import refusal
-
     missing = sorted({key.split("-")[0] for key in languages if refusal(key.split("-")[0]) is None})
     if missing:
         raise ConfigError(f"{source}: models.{name}: a mock system's refusal has no translation in {missing} "
                           "(add it to polyrag/prompts/mock_refusal.yaml)")
-
-
-def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | None:
-    """The language key whose answers a mock system gives, wrongly, to questions of ``key``."""
-    question_language = key.split("-")[0]
-    candidates = entry["wrong_language_from"] or languages
-    return next((lang for lang in candidates if lang.split("-")[0] != question_language), None)
-
-
-def judged_models(config: dict) -> list[str]:
-    """Models that take part in pairwise judging (``judge: true``), sorted."""
-    return sorted(name for name, entry in config["models"].items() if entry["judge"])
-
-
-META_EVAL_RESERVED = ("data", "scores", "e5-similarity", "nli", "mars")
-NOT_LLM_JUDGES = ("reference", "recorded", "panel")  # judges that send no prompt to a language model
-
-
-def meta_evaluators(config: dict) -> list[str]:
-    """Every evaluator the meta-evaluation scores: scorers, then LLM judges."""
-    meta_eval = config["meta_eval"]
-    return [] if meta_eval is None else [*meta_eval["scorers"], *meta_eval["llm_judges"]]
-
-
-def judge_roles(config: dict) -> dict[str, list[str]]:
-    """LLM judges by what they do in the workflow (pairwise judging, LLM features)."""
-    roles: dict[str, list[str]] = {}
-    for name, entry in config["judges"].items():
-        if entry["backend"] not in NOT_LLM_JUDGES:
-            roles.setdefault(name, []).append("pairwise")
-    llm_features = config["features"]["llm"]
-    if llm_features is not None:
-        roles.setdefault(llm_features["judge"], []).append("llm_features")
-    return roles
-
-
-#: Backends that load model weights into the job's own process (on a GPU on clusters).
-LOCAL_WEIGHT_BACKENDS = ("vllm", "transformers", "llama_cpp")
-
-
-def judges_with_local_weights(config: dict) -> list[str]:
-    """Judges whose model loads inside the job: they judge every pair in one job."""
-    return [name for name, entry in config["judges"].items() if entry["backend"] in LOCAL_WEIGHT_BACKENDS]
-
-
-def panel_judges(config: dict) -> list[str]:
-    """Judges that vote with their members' verdicts (``backend: panel``)."""
-    return [name for name, entry in config["judges"].items() if entry["backend"] == "panel"]
-
-
-def judge_contestants(config: dict, judge: str) -> list[str]:
-    """The models a judge judges, sorted: its ``contestants`` (a panel: those every member
-    judges), else every judged model."""
-    entry = config["judges"][judge]
-    if entry["backend"] == "panel":
-        return sorted(set.intersection(*(set(judge_contestants(config, member)) for member in entry["members"])))
-    return sorted(entry.get("contestants") or judged_models(config))
-
-
-def judge_pairs(config: dict, judge: str) -> list[tuple[str, str]]:
-    """The model pairs a judge judges (a panel: the pairs every member judges)."""
-    entry = config["judges"][judge]
-    if entry["backend"] == "panel":
-        return sorted(set.intersection(*(set(judge_pairs(config, member)) for member in entry["members"])))
-    return model_pairs(judge_contestants(config, judge))
-
-
-def families(config: dict, section: str) -> dict[str, str]:
-    """``family`` of every model (``section="models"``) or judge that has one."""
-    return {name: entry["family"] for name, entry in config[section].items() if entry.get("family")}
-
-
-def arena_judge(config: dict) -> str | None:
-    """The judge whose arena the leaderboard reports: arena.judge, else the first judge."""
-    return config["arena"]["judge"] or next(iter(config["judges"]), None)
-
-
-def model_pairs(models: list[str]) -> list[tuple[str, str]]:
-    """Every unordered pair once, in sorted order (the ``{model_a}__{model_b}`` file names)."""
-    ordered = sorted(models)
-    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
-
-
-def model_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
-    """Cluster resources of one model's jobs: backend defaults, then the model's own. Attempt k
-    (a retry, e.g. after SLURM killed the job at its time limit) asks for k times the runtime;
-    it resumes from the LLM cache, so the time already spent is not spent again."""
-    defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
-    resources = {**defaults, **(entry.get("resources") or {})}
-    return {**resources, "runtime": resources["runtime"] * attempt}
-
-
-def generation_settings(config: dict, model: str) -> dict:
-    """Sampling settings of one model: the global ones with the model's overrides."""
-    entry = config["models"][model]
-    gen = config["generation"]
-    return {
-        "prompt": gen["prompt"],
-        "temperature": entry.get("temperature", gen["temperature"]),
-        "max_tokens": entry.get("max_tokens", gen["max_tokens"]),
-        "max_failure_fraction": gen["max_failure_fraction"],
-        "seed": config["seed"],
-        "response_prefix": entry.get("response_prefix"),
-        "stop": entry.get("stop", []),
-    }
-
-
-def judging_settings(config: dict, judge: str | None = None) -> dict:
-    """Sampling of pairwise verdicts: judging:, with an LLM judge's own temperature and max_tokens,
-    its response_prefix (prefill) and stop strings, and the questions it judges (max_questions)."""
-    entry = config["judges"][judge] if judge else {}
-    own = {key: entry[key] for key in ("temperature", "max_tokens") if key in entry}
-    return {**config["judging"], **own, "seed": config["seed"], "response_prefix": entry.get("response_prefix"),
-            "stop": list(entry.get("stop") or []), "max_questions": entry.get("max_questions")}
 
 
 def check_mars(config: dict, source: str) -> None:
@@ -379,8 +257,6 @@ def check_mars(config: dict, source: str) -> None:
         raise ConfigError(f"{source}: mars.generator: {mars['generator']!r} is not an LLM under models: "
                           "(mock systems cannot write questions)")
     if mars["corpus"]["source"] == "data":
-        from polyrag.mars.labels import split_pair
-
         passage_languages = {lang.split("-")[-1] for lang in config["languages"]}
         for pair in mars_pairs(config):
             passage_lang, _ = split_pair(pair)
@@ -418,42 +294,7 @@ def check_mars(config: dict, source: str) -> None:
             "data (few-shot examples, reference set, mock systems); set data.max_questions (e.g. 100 per language)")
 
 
-def mars_languages(config: dict) -> list[str]:
-    """Language keys whose answers MARS scores."""
-    return list(config["mars"]["languages"] or config["languages"])
-
-
-def mars_pairs(config: dict) -> list[str]:
-    """Synthetic-data pairs ``p-q`` (passage language first)."""
-    from polyrag.mars.labels import pair_of_language_key
-
-    mars = config["mars"]
-    return list(mars["pairs"] or dict.fromkeys(pair_of_language_key(k) for k in mars_languages(config)))
-
-
-def mars_reference_pairs(config: dict) -> list[str]:
-    """Pairs the reference set covers: every scored pair and every meta-evaluation pair."""
-    from polyrag.mars.labels import pair_of_language_key
-
-    mars = config["mars"]
-    pairs = [pair_of_language_key(k) for k in mars_languages(config)]
-    pairs += mars["meta_eval"]["pairs"] if mars["meta_eval"] else []
-    return list(dict.fromkeys(pairs))
-
-
-def mars_gold_pairs(config: dict) -> list[str]:
-    """Pairs that need XQuAD gold rows (few-shot examples, XQuAD corpus, reference set, mock systems)."""
-    return list(dict.fromkeys([*mars_pairs(config), *mars_reference_pairs(config)]))
-
-
-#: Cluster resources of the fine-tuning job (a 7B student with gradient checkpointing), overridden by
-#: ``finetune.resources``.
-FINETUNE_RESOURCES = {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8}
-
-
 def check_finetune(config: dict, source: str) -> None:
-    from polyrag.sft.student import check_student
-
     finetune = config["finetune"]
     name, teacher = finetune["name"], finetune["teacher"]
     if name in config["models"] and config["models"][name].get("adapter") != finetune_adapter_dir(config):  # validated twice
@@ -483,42 +324,11 @@ def check_finetune(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: finetune.training.dir: no training questions for {missing} in {training['dir']}")
 
 
-def finetune_languages(config: dict) -> list[str]:
-    """The languages of the training questions (``finetune.training.languages``, else the config's)."""
-    return config["finetune"]["training"]["languages"] or config["languages"]
-
-
 def add_student(config: dict) -> None:
     """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter,
     and its control (``control_name``) served the same way without it."""
-    from polyrag.sft.student import student_entry
-
     finetune = config["finetune"]
     config["models"][finetune["name"]] = student_entry(finetune["student"], finetune_adapter_dir(config),
                                                        finetune["lora"]["r"])
     if finetune["control"]:
         config["models"][control_name(config)] = control_entry(config)
-
-
-def control_entry(config: dict) -> dict:
-    """The control's ``models:`` entry: the student's without the adapter."""
-    from polyrag.sft.student import student_entry
-
-    return student_entry(config["finetune"]["student"], None)
-
-
-def control_name(config: dict) -> str | None:
-    """The fine-tuned student's control model (``finetune.control``), else None."""
-    finetune = config["finetune"]
-    return f"{finetune['name']}-base" if finetune and finetune["control"] else None
-
-
-def finetune_adapter_dir(config: dict) -> str:
-    return f"results/finetune/{config['finetune']['name']}/adapter"
-
-
-def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
-    """Cluster resources of the training job; attempt k asks for k times the runtime, as
-    ``model_resources`` does."""
-    resources = {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}
-    return {**resources, "runtime": resources["runtime"] * attempt}

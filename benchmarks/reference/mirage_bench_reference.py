@@ -4,7 +4,7 @@ Runs inside its own environment (``make bench-features`` builds ``.venv-mirage-b
 ``mirage-bench --no-deps`` plus only what the compared modules import), called by
 ``bench_features.py``:
 
-    .venv-mirage-bench/bin/python benchmarks/mirage_bench_reference.py INPUT.json OUTPUT.json
+    .venv-mirage-bench/bin/python benchmarks/reference/mirage_bench_reference.py INPUT.json OUTPUT.json
 
 INPUT holds one item per answer: ``id, language, prediction`` (the raw ``##Answer: ...`` text),
 ``reference`` (same form), ``documents`` (docid -> text) and ``relevant_docids``. OUTPUT holds

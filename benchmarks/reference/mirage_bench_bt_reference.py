@@ -4,7 +4,7 @@ Runs inside its own environment (``make bench-arena`` builds ``.venv-mirage-benc
 ``mirage-bench --no-deps`` plus only what the compared modules import: choix, datasets, tqdm),
 called by ``bench_arena.py``:
 
-    .venv-mirage-bench/bin/python benchmarks/mirage_bench_bt_reference.py INPUT.json OUTPUT.json
+    .venv-mirage-bench/bin/python benchmarks/reference/mirage_bench_bt_reference.py INPUT.json OUTPUT.json
 
 INPUT holds ``models`` (the judged models, in index order), ``seed`` and ``runs``: each with a
 ``name``, a ``dataset`` folder (a local Hugging Face dataset whose config ``xx``, split ``dev``,

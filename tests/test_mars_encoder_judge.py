@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
 
-from polyrag.mars.finetune import (  # noqa: E402
+from polyrag.mars.encoder_judge import (  # noqa: E402
     encode_pairs,
     load_transformers_judge,
     train_transformers_judge,

@@ -1,0 +1,175 @@
+"""What the rules and scripts ask of a validated config: which models are judged and by whom,
+the pairs, sampling settings, cluster resources, the MARS and fine-tuning sections' derived names.
+A judge's kind (how it is scheduled, whether it sends prompts) comes from ``polyrag.judge.kinds``.
+"""
+
+from __future__ import annotations
+
+from polyrag.finetune.student import student_entry
+from polyrag.judge.kinds import judge_kind
+from polyrag.mars.labels import pair_of_language_key
+
+#: Cluster resources per backend, overridden by a model's own ``resources:``.
+BACKEND_RESOURCES: dict[str, dict[str, int]] = {
+    "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
+    "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
+    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2},
+    "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
+    "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
+    "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
+    "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
+}
+#: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
+FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
+
+
+def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | None:
+    """The language key whose answers a mock system gives, wrongly, to questions of ``key``."""
+    question_language = key.split("-")[0]
+    candidates = entry["wrong_language_from"] or languages
+    return next((lang for lang in candidates if lang.split("-")[0] != question_language), None)
+
+
+def judged_models(config: dict) -> list[str]:
+    """Models that take part in pairwise judging (``judge: true``), sorted."""
+    return sorted(name for name, entry in config["models"].items() if entry["judge"])
+
+
+def meta_evaluators(config: dict) -> list[str]:
+    """Every evaluator the meta-evaluation scores: scorers, then LLM judges."""
+    meta_eval = config["meta_eval"]
+    return [] if meta_eval is None else [*meta_eval["scorers"], *meta_eval["llm_judges"]]
+
+
+def judge_roles(config: dict) -> dict[str, list[str]]:
+    """LLM judges by what they do in the workflow (pairwise judging, LLM features)."""
+    roles: dict[str, list[str]] = {}
+    for name, entry in config["judges"].items():
+        if judge_kind(entry, name).sends_prompts:
+            roles.setdefault(name, []).append("pairwise")
+    llm_features = config["features"]["llm"]
+    if llm_features is not None:
+        roles.setdefault(llm_features["judge"], []).append("llm_features")
+    return roles
+
+
+def judge_contestants(config: dict, judge: str) -> list[str]:
+    """The models a judge judges, sorted: its ``contestants`` (a panel: those every member
+    judges), else every judged model."""
+    entry = config["judges"][judge]
+    if judge_kind(entry, judge).scheduling == "panel":
+        return sorted(set.intersection(*(set(judge_contestants(config, member)) for member in entry["members"])))
+    return sorted(entry.get("contestants") or judged_models(config))
+
+
+def judge_pairs(config: dict, judge: str) -> list[tuple[str, str]]:
+    """The model pairs a judge judges (a panel: the pairs every member judges)."""
+    entry = config["judges"][judge]
+    if judge_kind(entry, judge).scheduling == "panel":
+        return sorted(set.intersection(*(set(judge_pairs(config, member)) for member in entry["members"])))
+    return model_pairs(judge_contestants(config, judge))
+
+
+def families(config: dict, section: str) -> dict[str, str]:
+    """``family`` of every model (``section="models"``) or judge that has one."""
+    return {name: entry["family"] for name, entry in config[section].items() if entry.get("family")}
+
+
+def arena_judge(config: dict) -> str | None:
+    """The judge whose arena the leaderboard reports: arena.judge, else the first judge."""
+    return config["arena"]["judge"] or next(iter(config["judges"]), None)
+
+
+def model_pairs(models: list[str]) -> list[tuple[str, str]]:
+    """Every unordered pair once, in sorted order (the ``{model_a}__{model_b}`` file names)."""
+    ordered = sorted(models)
+    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+
+
+def model_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of one model's jobs: backend defaults, then the model's own. Attempt k
+    (a retry, e.g. after SLURM killed the job at its time limit) asks for k times the runtime;
+    it resumes from the LLM cache, so the time already spent is not spent again."""
+    defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
+    resources = {**defaults, **(entry.get("resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}
+
+
+def generation_settings(config: dict, model: str) -> dict:
+    """Sampling settings of one model: the global ones with the model's overrides."""
+    entry = config["models"][model]
+    gen = config["generation"]
+    return {
+        "prompt": gen["prompt"],
+        "temperature": entry.get("temperature", gen["temperature"]),
+        "max_tokens": entry.get("max_tokens", gen["max_tokens"]),
+        "max_failure_fraction": gen["max_failure_fraction"],
+        "seed": config["seed"],
+        "response_prefix": entry.get("response_prefix"),
+        "stop": entry.get("stop", []),
+    }
+
+
+def judging_settings(config: dict, judge: str | None = None) -> dict:
+    """Sampling of pairwise verdicts: judging:, with an LLM judge's own temperature and max_tokens,
+    its response_prefix (prefill) and stop strings, and the questions it judges (max_questions)."""
+    entry = config["judges"][judge] if judge else {}
+    own = {key: entry[key] for key in ("temperature", "max_tokens") if key in entry}
+    return {**config["judging"], **own, "seed": config["seed"], "response_prefix": entry.get("response_prefix"),
+            "stop": list(entry.get("stop") or []), "max_questions": entry.get("max_questions")}
+
+
+def mars_languages(config: dict) -> list[str]:
+    """Language keys whose answers MARS scores."""
+    return list(config["mars"]["languages"] or config["languages"])
+
+
+def mars_pairs(config: dict) -> list[str]:
+    """Synthetic-data pairs ``p-q`` (passage language first)."""
+    mars = config["mars"]
+    return list(mars["pairs"] or dict.fromkeys(pair_of_language_key(k) for k in mars_languages(config)))
+
+
+def mars_reference_pairs(config: dict) -> list[str]:
+    """Pairs the reference set covers: every scored pair and every meta-evaluation pair."""
+    mars = config["mars"]
+    pairs = [pair_of_language_key(k) for k in mars_languages(config)]
+    pairs += mars["meta_eval"]["pairs"] if mars["meta_eval"] else []
+    return list(dict.fromkeys(pairs))
+
+
+def mars_gold_pairs(config: dict) -> list[str]:
+    """Pairs that need XQuAD gold rows (few-shot examples, XQuAD corpus, reference set, mock systems)."""
+    return list(dict.fromkeys([*mars_pairs(config), *mars_reference_pairs(config)]))
+
+
+#: Cluster resources of the fine-tuning job (a 7B student with gradient checkpointing), overridden by
+#: ``finetune.resources``.
+FINETUNE_RESOURCES = {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8}
+
+
+def finetune_languages(config: dict) -> list[str]:
+    """The languages of the training questions (``finetune.training.languages``, else the config's)."""
+    return config["finetune"]["training"]["languages"] or config["languages"]
+
+
+def control_entry(config: dict) -> dict:
+    """The control's ``models:`` entry: the student's without the adapter."""
+    return student_entry(config["finetune"]["student"], None)
+
+
+def control_name(config: dict) -> str | None:
+    """The fine-tuned student's control model (``finetune.control``), else None."""
+    finetune = config["finetune"]
+    return f"{finetune['name']}-base" if finetune and finetune["control"] else None
+
+
+def finetune_adapter_dir(config: dict) -> str:
+    return f"results/finetune/{config['finetune']['name']}/adapter"
+
+
+def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of the training job; attempt k asks for k times the runtime, as
+    ``model_resources`` does."""
+    resources = {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}

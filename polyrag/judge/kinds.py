@@ -1,0 +1,115 @@
+"""The one place that decides what a judge is: its ``backend`` names a kind, and the kind says how
+the workflow schedules it and how it judges (the lm-evaluation-harness style: a name maps to one
+implementation; an unknown name fails listing the known ones).
+
+- ``per_pair``: one job per model pair (or per round under a budget), judging on the submitting
+  node: the ``reference`` and ``recorded`` judges and an API judge (``openai``).
+- ``local_weights``: one job judges every pair, loading the model once (vLLM, transformers,
+  llama.cpp; a GPU job on a cluster).
+- ``panel``: votes over its members' verdicts (``arena/panel.py``); it judges nothing itself.
+
+``sends_prompts``: the judge is a language model, so it can also score features
+(``features.llm``) and sentences (``meta_eval.llm_judges``), and its calls cost something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from polyrag.config.entries import backend_options
+from polyrag.errors import ConfigError
+from polyrag.features.embedding import e5_store
+from polyrag.judge.games import judge_pairs_with_llm, judge_with_reference
+from polyrag.judge.recorded import recorded_games
+from polyrag.llm import open_llm
+
+@dataclass(frozen=True)
+class JudgeKind:
+    backend: str
+    scheduling: str  # per_pair | local_weights | panel
+    sends_prompts: bool
+
+
+KINDS = {kind.backend: kind for kind in (
+    JudgeKind("reference", "per_pair", sends_prompts=False),
+    JudgeKind("recorded", "per_pair", sends_prompts=False),
+    JudgeKind("openai", "per_pair", sends_prompts=True),
+    JudgeKind("vllm", "local_weights", sends_prompts=True),
+    JudgeKind("transformers", "local_weights", sends_prompts=True),
+    JudgeKind("llama_cpp", "local_weights", sends_prompts=True),
+    JudgeKind("panel", "panel", sends_prompts=False),
+)}
+
+
+def judge_kind(entry: dict, name: str = "judge") -> JudgeKind:
+    try:
+        return KINDS[entry["backend"]]
+    except KeyError:
+        raise ConfigError(f"judges.{name}.backend: unknown judge kind {entry.get('backend')!r} "
+                          f"(known: {', '.join(KINDS)})") from None
+
+
+def judges_scheduled(config: dict, scheduling: str) -> list[str]:
+    """The configured judges of one scheduling, in config order."""
+    return [name for name, entry in config["judges"].items() if judge_kind(entry, name).scheduling == scheduling]
+
+
+def prompting_judges(config: dict) -> list[str]:
+    return [name for name, entry in config["judges"].items() if judge_kind(entry, name).sends_prompts]
+
+
+class PairJudge:
+    """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
+    items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
+
+    def judge(self, lang: str, matchups: list[tuple[str, str, list]]) -> list[list[dict]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ReferencePairJudge(PairJudge):
+    def __init__(self, entry: dict, cache_dir: str):
+        self.entry, self.embed = entry, e5_store(cache_dir)
+
+    def judge(self, lang, matchups):
+        return [judge_with_reference(items, a, b, self.entry, self.embed) for a, b, items in matchups]
+
+
+class RecordedPairJudge(PairJudge):
+    def __init__(self, entry: dict, cache_dir: str):
+        self.entry, self.cache_dir = entry, cache_dir
+
+    def judge(self, lang, matchups):
+        return [recorded_games([record for record, _, _ in items], a, b, lang, self.entry, self.cache_dir)
+                for a, b, items in matchups]
+
+
+class LLMPairJudge(PairJudge):
+    """A language model asked MIRAGE-BENCH's pairwise prompt; one batch per language."""
+
+    def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict):
+        self.llm, self.judging = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"]), judging
+
+    def judge(self, lang, matchups):
+        return judge_pairs_with_llm(self.llm, matchups, self.judging)
+
+    def close(self):
+        self.llm.close()
+
+
+OPENERS: dict[str, Callable[..., PairJudge]] = {
+    "reference": lambda name, entry, cache_dir, judging: ReferencePairJudge(entry, cache_dir),
+    "recorded": lambda name, entry, cache_dir, judging: RecordedPairJudge(entry, cache_dir),
+}
+
+
+def open_pair_judge(name: str, entry: dict, cache_dir: str, judging: dict) -> PairJudge:
+    """The judge behind a configured name, ready to judge pairs (a panel does not judge pairs)."""
+    kind = judge_kind(entry, name)
+    if kind.scheduling == "panel":
+        raise ValueError(f"judge {name!r} is a panel: it votes over its members' games")
+    opener = OPENERS.get(kind.backend)
+    return opener(name, entry, cache_dir, judging) if opener else LLMPairJudge(name, entry, cache_dir, judging)
