@@ -189,7 +189,7 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
                     rng: np.random.Generator) -> pd.DataFrame:
     """One row per (judge, contestant of the judge's family): ``self_preference`` (the
     contestant's logit under the judge minus its mean logit under the judges of other families)
-    with its 95% bootstrap interval, both logits, the other judges and the models compared.
+    with its 95% bootstrap interval (t-corrected, as the Bradley-Terry intervals), both logits, the other judges and the models compared.
 
     Only judges that discriminate (``discrimination``, on the compared models and questions)
     take part: a judge that does not gets no self-preference, and such a judge of another family
@@ -237,7 +237,8 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
                            self_preference=logits[j, m] - logits[others, m].mean())
                 if len(questions) >= MIN_BOOTSTRAP_QUESTIONS:
                     gap = samples[:, j, m] - samples[:, others, m].mean(axis=1)
-                    row["ci_low"], row["ci_high"] = np.percentile(gap, [2.5, 97.5])
+                    low, high = bootstrap_interval(np.array([row["self_preference"]]), gap[:, None], len(questions))
+                    row["ci_low"], row["ci_high"] = low[0], high[0]
                 else:
                     row["note"] = f"{len(questions)} questions compared: no interval below {MIN_BOOTSTRAP_QUESTIONS}"
             rows.append(row)
