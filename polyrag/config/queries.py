@@ -6,7 +6,7 @@ A judge's kind (how it is scheduled, whether it sends prompts) comes from ``poly
 from __future__ import annotations
 
 from polyrag.finetune.student import student_entry
-from polyrag.judge.kinds import judge_kind
+from polyrag.judge.kinds import judge_kind, prompting_judges
 from polyrag.mars.labels import pair_of_language_key
 
 #: Cluster resources per backend, overridden by a model's own ``resources:``.
@@ -43,10 +43,7 @@ def meta_evaluators(config: dict) -> list[str]:
 
 def judge_roles(config: dict) -> dict[str, list[str]]:
     """LLM judges by what they do in the workflow (pairwise judging, LLM features)."""
-    roles: dict[str, list[str]] = {}
-    for name, entry in config["judges"].items():
-        if judge_kind(entry, name).sends_prompts:
-            roles.setdefault(name, []).append("pairwise")
+    roles: dict[str, list[str]] = {name: ["pairwise"] for name in prompting_judges(config)}
     llm_features = config["features"]["llm"]
     if llm_features is not None:
         roles.setdefault(llm_features["judge"], []).append("llm_features")

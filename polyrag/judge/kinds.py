@@ -1,6 +1,7 @@
 """The one place that decides what a judge is: its ``backend`` names a kind, and the kind says how
-the workflow schedules it and how it judges (the lm-evaluation-harness style: a name maps to one
-implementation; an unknown name fails listing the known ones).
+the workflow schedules it, whether it sends prompts, and which class judges its pairs (the
+lm-evaluation-harness style: a name maps to one implementation; an unknown name fails listing the
+known ones).
 
 - ``per_pair``: one job per model pair (or per round under a budget), judging on the submitting
   node: the ``reference`` and ``recorded`` judges and an API judge (``openai``).
@@ -14,7 +15,6 @@ implementation; an unknown name fails listing the known ones).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from polyrag.config.entries import backend_options
@@ -24,21 +24,70 @@ from polyrag.judge.games import judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.llm import open_llm
 
+
+class PairJudge:
+    """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
+    items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
+
+    def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict):
+        self.name, self.entry, self.cache_dir, self.judging = name, entry, cache_dir, judging
+
+    def judge(self, lang: str, matchups: list[tuple[str, str, list]]) -> list[list[dict]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ReferencePairJudge(PairJudge):
+    """Scores each answer against the reference answer (``judge/reference.py``); no LLM."""
+
+    def __init__(self, name, entry, cache_dir, judging):
+        super().__init__(name, entry, cache_dir, judging)
+        self.embed = e5_store(cache_dir)
+
+    def judge(self, lang, matchups):
+        return [judge_with_reference(items, a, b, self.entry, self.embed) for a, b, items in matchups]
+
+
+class RecordedPairJudge(PairJudge):
+    """Reads verdicts recorded elsewhere (``judge/recorded.py``)."""
+
+    def judge(self, lang, matchups):
+        return [recorded_games([record for record, _, _ in items], a, b, lang, self.entry, self.cache_dir)
+                for a, b, items in matchups]
+
+
+class LLMPairJudge(PairJudge):
+    """A language model asked MIRAGE-BENCH's pairwise prompt; one batch per language."""
+
+    def __init__(self, name, entry, cache_dir, judging):
+        super().__init__(name, entry, cache_dir, judging)
+        self.llm = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"])
+
+    def judge(self, lang, matchups):
+        return judge_pairs_with_llm(self.llm, matchups, self.judging)
+
+    def close(self):
+        self.llm.close()
+
+
 @dataclass(frozen=True)
 class JudgeKind:
     backend: str
     scheduling: str  # per_pair | local_weights | panel
     sends_prompts: bool
+    pair_judge: type[PairJudge] | None  # None: a panel, which votes instead
 
 
 KINDS = {kind.backend: kind for kind in (
-    JudgeKind("reference", "per_pair", sends_prompts=False),
-    JudgeKind("recorded", "per_pair", sends_prompts=False),
-    JudgeKind("openai", "per_pair", sends_prompts=True),
-    JudgeKind("vllm", "local_weights", sends_prompts=True),
-    JudgeKind("transformers", "local_weights", sends_prompts=True),
-    JudgeKind("llama_cpp", "local_weights", sends_prompts=True),
-    JudgeKind("panel", "panel", sends_prompts=False),
+    JudgeKind("reference", "per_pair", False, ReferencePairJudge),
+    JudgeKind("recorded", "per_pair", False, RecordedPairJudge),
+    JudgeKind("openai", "per_pair", True, LLMPairJudge),
+    JudgeKind("vllm", "local_weights", True, LLMPairJudge),
+    JudgeKind("transformers", "local_weights", True, LLMPairJudge),
+    JudgeKind("llama_cpp", "local_weights", True, LLMPairJudge),
+    JudgeKind("panel", "panel", False, None),
 )}
 
 
@@ -56,60 +105,13 @@ def judges_scheduled(config: dict, scheduling: str) -> list[str]:
 
 
 def prompting_judges(config: dict) -> list[str]:
+    """The configured judges that are language models, in config order."""
     return [name for name, entry in config["judges"].items() if judge_kind(entry, name).sends_prompts]
-
-
-class PairJudge:
-    """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
-    items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
-
-    def judge(self, lang: str, matchups: list[tuple[str, str, list]]) -> list[list[dict]]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-class ReferencePairJudge(PairJudge):
-    def __init__(self, entry: dict, cache_dir: str):
-        self.entry, self.embed = entry, e5_store(cache_dir)
-
-    def judge(self, lang, matchups):
-        return [judge_with_reference(items, a, b, self.entry, self.embed) for a, b, items in matchups]
-
-
-class RecordedPairJudge(PairJudge):
-    def __init__(self, entry: dict, cache_dir: str):
-        self.entry, self.cache_dir = entry, cache_dir
-
-    def judge(self, lang, matchups):
-        return [recorded_games([record for record, _, _ in items], a, b, lang, self.entry, self.cache_dir)
-                for a, b, items in matchups]
-
-
-class LLMPairJudge(PairJudge):
-    """A language model asked MIRAGE-BENCH's pairwise prompt; one batch per language."""
-
-    def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict):
-        self.llm, self.judging = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"]), judging
-
-    def judge(self, lang, matchups):
-        return judge_pairs_with_llm(self.llm, matchups, self.judging)
-
-    def close(self):
-        self.llm.close()
-
-
-OPENERS: dict[str, Callable[..., PairJudge]] = {
-    "reference": lambda name, entry, cache_dir, judging: ReferencePairJudge(entry, cache_dir),
-    "recorded": lambda name, entry, cache_dir, judging: RecordedPairJudge(entry, cache_dir),
-}
 
 
 def open_pair_judge(name: str, entry: dict, cache_dir: str, judging: dict) -> PairJudge:
     """The judge behind a configured name, ready to judge pairs (a panel does not judge pairs)."""
     kind = judge_kind(entry, name)
-    if kind.scheduling == "panel":
+    if kind.pair_judge is None:
         raise ValueError(f"judge {name!r} is a panel: it votes over its members' games")
-    opener = OPENERS.get(kind.backend)
-    return opener(name, entry, cache_dir, judging) if opener else LLMPairJudge(name, entry, cache_dir, judging)
+    return kind.pair_judge(name, entry, cache_dir, judging)
