@@ -145,7 +145,8 @@ def run_reference(python: str, runs: list[dict], models: list[str], seed: int) -
         source, target = Path(tmp) / "in.json", Path(tmp) / "out.json"
         source.write_text(json.dumps({"models": models, "seed": seed, "runs": specs}))
         env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": str(seed)}
-        done = subprocess.run([python, str(REPO / "benchmarks" / "reference" / "mirage_bench_bt_reference.py"), str(source), str(target)],
+        script = REPO / "benchmarks" / "reference" / "mirage_bench_bt_reference.py"
+        done = subprocess.run([python, str(script), str(source), str(target)],
                               capture_output=True, text=True, env=env)
         if done.returncode:
             raise SystemExit(f"mirage-bench reference run failed:\n{done.stderr[-3000:]}")

@@ -375,7 +375,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 1000; 200 with --quick)")
     parser.add_argument("--quick", action="store_true", help="polyrag's cells only (no anchors), 200 seeds per cell")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", default="", help="run only cells whose estimator contains one of these (comma-separated)")
+    parser.add_argument("--only", default="",
+                        help="run only cells whose estimator contains one of these (comma-separated)")
     parser.add_argument("--judge-statistics", action="store_true", help="add the judge diagnostics' cells")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -396,7 +397,8 @@ def main() -> None:
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 80,
                            "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
-    print(f"\n{len(table)} rows x {seeds} seeds in {time.perf_counter() - start:.0f} s ({TOURNAMENTS} bootstrap tournaments)")
+    print(f"\n{len(table)} rows x {seeds} seeds in {time.perf_counter() - start:.0f} s "
+          f"({TOURNAMENTS} bootstrap tournaments)")
 
 
 if __name__ == "__main__":

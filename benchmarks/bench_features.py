@@ -83,7 +83,8 @@ def run_reference(python: str, records: list[dict], answers: list[dict]) -> dict
     with tempfile.TemporaryDirectory() as tmp:
         source, target = Path(tmp) / "in.json", Path(tmp) / "out.json"
         source.write_text(json.dumps(items))
-        done = subprocess.run([python, str(REPO / "benchmarks" / "reference" / "mirage_bench_reference.py"), str(source), str(target)],
+        script = REPO / "benchmarks" / "reference" / "mirage_bench_reference.py"
+        done = subprocess.run([python, str(script), str(source), str(target)],
                               capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(f"mirage-bench reference run failed:\n{done.stderr[-3000:]}")

@@ -17,7 +17,8 @@ def main() -> None:
                   if "mars_languages" in detailed else "")
     page = sections_html("Leaderboard", [
         ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: the "
-         "ranks the intervals allow, jointly for all models (results/leaderboard.csv).", pd.read_csv(sm.input.leaderboard)),
+         "ranks the intervals allow, jointly for all models (results/leaderboard.csv).",
+         pd.read_csv(sm.input.leaderboard)),
         ("Every column", "Per-language ranks, mean rank, style-controlled score and rank, and the MARS scores "
          f"(results/leaderboard_detailed.csv).{mars_scope}", detailed),
     ])

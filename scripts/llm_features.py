@@ -13,7 +13,8 @@ def main() -> None:
     options = sm.params.options
     settings = {"max_attempts": options["max_attempts"], "temperature": options["temperature"],
                 "max_tokens": options["max_tokens"], "seed": sm.params.seed}
-    llm = open_llm(sm.params.judge["name"], backend_options(sm.params.judge["entry"]), cache_dir=sm.params.cache_dir, seed=sm.params.seed)
+    llm = open_llm(sm.params.judge["name"], backend_options(sm.params.judge["entry"]), cache_dir=sm.params.cache_dir,
+                   seed=sm.params.seed)
     try:
         for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
             write_features(llm_scores(llm, records, answers, settings), list(TEMPLATES), output)

@@ -13,7 +13,8 @@ def main() -> None:
     time_filter = params.time_filter
     llm = None
     if time_filter:
-        llm = open_llm(time_filter["name"], backend_options(time_filter["entry"]), cache_dir=params.cache_dir, seed=params.seed)
+        llm = open_llm(time_filter["name"], backend_options(time_filter["entry"]), cache_dir=params.cache_dir,
+                       seed=params.seed)
     try:
         records = select_questions(config, snakemake.wildcards.lang, time_filter_llm=llm)  # noqa: F821
     finally:

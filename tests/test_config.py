@@ -9,7 +9,8 @@ import sys
 import pytest
 import yaml
 
-from polyrag.config.queries import generation_settings, judge_contestants, judge_pairs, judging_settings, model_resources, wrong_language_source
+from polyrag.config.queries import (generation_settings, judge_contestants, judge_pairs, judging_settings, model_resources,
+                                    wrong_language_source)
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 

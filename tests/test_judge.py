@@ -130,7 +130,8 @@ def test_unreadable_verdicts_are_invalid_and_a_judge_that_never_decides_fails(hi
         judge_pairs_with_llm(LLM(ScriptedJudge(lambda p: True)), [("m1", "m2", arena_items(records, a, a))], JUDGING)[0]
     stubborn = records[0]["query"]
     b = [{**x, "answer": x["answer"] + " (b)"} for x in a]  # distinct answers: each order its own prompt
-    rows = judge_pairs_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), [("m1", "m2", arena_items(records, a, b))], JUDGING)[0]
+    rows = judge_pairs_with_llm(LLM(ScriptedJudge(lambda p: stubborn in p)), [("m1", "m2", arena_items(records, a, b))],
+                                JUDGING)[0]
     assert [r["verdict"] for r in rows] == ["invalid", "invalid", "tie", "tie", "tie", "tie"]
     assert [r["judge_calls"] for r in rows] == [3, 3, 2, 2, 2, 2]  # invalid games were asked 3 times, then kept
 
@@ -192,7 +193,8 @@ def test_pairs_of_one_language_are_asked_question_by_question(hindi):
     arena = [r["query_id"] for r in records if r["arena"]]
     assert asked == [query_id for query_id in arena for _ in range(3 * 2)]  # 3 pairs x 2 orders per question
     for ((m1, m2), pair_items), rows in zip(items.items(), batched):
-        alone = judge_pairs_with_llm(LLM(FirstLetterJudge()), [(m1, m2, pair_items)], {**JUDGING, "response_prefix": "[["})[0]
+        alone = judge_pairs_with_llm(LLM(FirstLetterJudge()), [(m1, m2, pair_items)],
+                                     {**JUDGING, "response_prefix": "[["})[0]
         assert rows == alone
 
 
@@ -241,8 +243,10 @@ def test_one_registry_decides_a_judges_kind_and_the_llm_layer_gets_backend_optio
     with pytest.raises(ConfigError, match=r"judges.x.backend: unknown judge kind 'claude' \(known: reference, recorded"):
         judge_kind({"backend": "claude"}, "x")
     config = {"judges": {"ref": {"backend": "reference"}, "api": {"backend": "openai", "model": "m"},
-                         "local": {"backend": "llama_cpp", "package": "p"}, "both": {"backend": "panel", "members": ["ref", "api"]}}}
-    assert [judges_scheduled(config, s) for s in ("per_pair", "local_weights", "panel")] == [["ref", "api"], ["local"], ["both"]]
+                         "local": {"backend": "llama_cpp", "package": "p"},
+                         "both": {"backend": "panel", "members": ["ref", "api"]}}}
+    scheduled = [judges_scheduled(config, s) for s in ("per_pair", "local_weights", "panel")]
+    assert scheduled == [["ref", "api"], ["local"], ["both"]]
     assert prompting_judges(config) == ["api", "local"]
     # Arena keys never reach a backend: stripped by the config layer, refused by the LLM layer.
     entry = {"backend": "mock", "error_rate": 0.1, "contestants": ["a", "b"], "max_questions": 5, "family": "f"}

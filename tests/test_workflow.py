@@ -547,8 +547,8 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1, "finetune_gain": 1}
     per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
                  "mars_scores": 1}
-    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2, "judge_agreement": 2, "judges_table": 1,
-                 "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
+    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2, "judge_agreement": 2,
+                 "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     # The student and its control (sft-base): each model's jobs twice, and their pairs with the

@@ -189,7 +189,8 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
                     rng: np.random.Generator) -> pd.DataFrame:
     """One row per (judge, contestant of the judge's family): ``self_preference`` (the
     contestant's logit under the judge minus its mean logit under the judges of other families)
-    with its 95% bootstrap interval (t-corrected, as the Bradley-Terry intervals), both logits, the other judges and the models compared.
+    with its 95% bootstrap interval (t-corrected, as the Bradley-Terry intervals), both logits, the
+    other judges and the models compared.
 
     Only judges that discriminate (``discrimination``, on the compared models and questions)
     take part: a judge that does not gets no self-preference, and such a judge of another family

@@ -27,10 +27,11 @@ ratio, (a - b) / (a + b + 1), so 300 against 100 tokens weighs like 30 against 1
 is then divided by its scale over the games, computed once on all games and kept in every
 bootstrap tournament, so a coefficient is the change in log-odds per typical style difference.
 One departure: Chatbot Arena also subtracts the mean difference, which is harmless there
-because which model is "model_a" is random. Here ``model_a`` is the alphabetically first model of the pair, so the mean difference
-is a property of the names and subtracting it would add a spurious advantage for the first name.
-The scale is therefore the root mean square of the differences over the valid games (the
-standard deviation of the differences taken in both orientations).
+because which model is "model_a" is random. Here ``model_a`` is the alphabetically first model
+of the pair, so the mean difference is a property of the names and subtracting it would add a
+spurious advantage for the first name. The scale is therefore the root mean square of the
+differences over the valid games (the standard deviation of the differences taken in both
+orientations).
 
 The fit is the L2-penalised logistic regression of ``fit_logits`` with the covariate columns
 added to its design matrix: the same penalty on logits and on coefficients (covariates are on a
@@ -156,7 +157,8 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     rank, rank_best, rank_worst, n_questions, citation_precision`` (the mean over the model's
     answers in ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate,
     coefficient, ci_low, ci_high, scale`` (``coefficient / scale``: log-odds per unit of the
-    ratio difference; a covariate that never differs has nan); ``bootstrap`` has ``tournament, model, logit``."""
+    ratio difference; a covariate that never differs has nan); ``bootstrap`` has ``tournament,
+    model, logit``."""
     counts = tally(games, models)
     unplayed = counts.loc[counts["games"] == 0, "model"].tolist()
     if unplayed:

@@ -16,8 +16,8 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
-from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages, judge_contestants,
-                                    judge_pairs, judged_models, mars_pairs, wrong_language_source)
+from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
+                                    judge_contestants, judge_pairs, judged_models, mars_pairs, wrong_language_source)
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student, student_entry
 from polyrag.generate.prompts import refusal
