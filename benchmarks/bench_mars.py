@@ -120,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     gold = gold_items("en-de", second_languages=["en", "de"], directory=args.xquad_dir,
                       revision="1b99b75618185a95c825655f77eb21e020f7e2d7", cache_dir=args.cache_dir, seed=0,
-                      few_shot=2, reference_size=300, exclude_ids=set())
+                      few_shot=2, calibration_size=300, exclude_ids=set())
     table(synthetic_questions(gold, args.questions), "Synthetic questions through the LLM layer (2 CPU cores)")
     table(judge_training(gold, args.judge_examples),
           "Offline judge training (logistic regression on multilingual-e5-small, embeddings included)")

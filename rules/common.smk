@@ -21,7 +21,7 @@ from polyrag.config.queries import (
     mars_gold_pairs,
     mars_languages,
     mars_pairs,
-    mars_reference_pairs,
+    mars_calibration_pairs,
     model_pairs,
     model_resources,
     wrong_language_source,
@@ -301,11 +301,11 @@ def mars_judge_resource(name):
     }[name]
 
 
-def mars_reference_inputs(wildcards):
-    if MARS["reference"]["source"] == "gold":
-        return expand("results/mars/gold/{pair}.parquet", pair=mars_reference_pairs(config))
-    if MARS["reference"]["source"] == "tsv":
-        return [MARS["reference"]["path"]]
+def mars_calibration_inputs(wildcards):
+    if MARS["calibration"]["source"] == "gold":
+        return expand("results/mars/gold/{pair}.parquet", pair=mars_calibration_pairs(config))
+    if MARS["calibration"]["source"] == "tsv":
+        return [MARS["calibration"]["path"]]
     return expand("results/meta_eval/data/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES)
 
 

@@ -1,4 +1,4 @@
-# MARS: XQuAD gold data, synthetic data per language pair, the judges trained on it, the reference
+# MARS: XQuAD gold data, synthetic data per language pair, the judges trained on it, the calibration
 # set, PPI scores of every model and the mock-system meta-evaluation.
 
 
@@ -10,7 +10,7 @@ rule mars_gold:
     params:
         gold=MARS and MARS["gold"],
         few_shot=MARS and MARS["few_shot"]["count"],
-        reference_size=MARS and MARS["reference"]["max_size"],
+        calibration_size=MARS and MARS["calibration"]["max_size"],
         second_languages=MARS and MARS["second_languages"],
         cache_dir=config["cache_dir"],
         seed=config["seed"],
@@ -55,7 +55,7 @@ rule mars_synthetic:
 
 
 # MARS judges: one binary classifier per metric, trained on every pair's synthetic data and
-# early-stopped on held-out synthetic questions, never on the reference set that PPI corrects
+# early-stopped on held-out synthetic questions, never on the calibration set that PPI corrects
 # with (a GPU job for fine-tuned encoders).
 
 
@@ -83,39 +83,39 @@ rule mars_judge:
     script:
         "../scripts/mars_judge.py"
 
-rule mars_reference:
+rule mars_calibration:
     input:
-        sources=mars_reference_inputs,
+        sources=mars_calibration_inputs,
         evaluated=expand("results/data/{lang}.parquet", lang=MARS_LANGUAGES),
     output:
-        "results/mars/reference.parquet",
+        "results/mars/calibration.parquet",
     params:
-        reference=MARS and MARS["reference"],
+        calibration=MARS and MARS["calibration"],
         metrics=MARS_METRICS,
         seed=config["seed"],
     log:
-        "logs/mars/reference.log",
+        "logs/mars/calibration.log",
     resources:
         mem_mb=2000,
         runtime=10,
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/mars_reference.py"
+        "../scripts/mars_calibration.py"
 
 
-rule mars_reference_predictions:
+rule mars_calibration_predictions:
     input:
-        reference="results/mars/reference.parquet",
+        calibration="results/mars/calibration.parquet",
         judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
     output:
-        "results/mars/reference_predictions.parquet",
+        "results/mars/calibration_predictions.parquet",
     params:
         cache_dir=config["cache_dir"],
         judge=MARS and MARS["judge"],
         metrics=MARS_METRICS,
     log:
-        "logs/mars/reference_predictions.log",
+        "logs/mars/calibration_predictions.log",
     threads: mars_judge_resource("threads")
     resources:
         gpu=mars_judge_resource("gpu"),
@@ -124,13 +124,13 @@ rule mars_reference_predictions:
     conda:
         "../envs/train.yaml"
     script:
-        "../scripts/mars_reference_predictions.py"
+        "../scripts/mars_calibration_predictions.py"
 
 
 rule mars_scores:
     input:
         unpack(mars_answer_files),
-        reference="results/mars/reference_predictions.parquet",
+        calibration="results/mars/calibration_predictions.parquet",
         judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
     output:
         "results/mars/scores/{model}.csv",
@@ -158,7 +158,7 @@ rule mars_scores:
 rule mars_meta_eval:
     input:
         gold=expand("results/mars/gold/{pair}.parquet", pair=MARS["meta_eval"]["pairs"] if MARS and MARS["meta_eval"] else []),
-        reference="results/mars/reference_predictions.parquet",
+        calibration="results/mars/calibration_predictions.parquet",
         judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
     output:
         summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category="MARS"),

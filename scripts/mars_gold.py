@@ -11,7 +11,7 @@ def main() -> None:
     table = gold_items(
         sm.wildcards.pair, second_languages=sm.params.second_languages, directory=sm.params.gold["dir"],
         revision=sm.params.gold["revision"], cache_dir=sm.params.cache_dir, seed=sm.params.seed,
-        few_shot=sm.params.few_shot, reference_size=sm.params.reference_size, exclude_ids=evaluated,
+        few_shot=sm.params.few_shot, calibration_size=sm.params.calibration_size, exclude_ids=evaluated,
     )
     table.to_parquet(sm.output[0], index=False)
 

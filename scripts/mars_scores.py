@@ -13,7 +13,7 @@ def main() -> None:
     judges = load_judges(sm.params.metrics, sm.input.judges, sm.params.judge, sm.params.cache_dir)
     items = {lang: system_items(*read_aligned(questions, answers))
              for lang, questions, answers in zip(sm.params.languages, sm.input.questions, sm.input.answers)}
-    scores = model_scores(items, pd.read_parquet(sm.input.reference), judges, sm.params.metrics, sm.params.scoring)
+    scores = model_scores(items, pd.read_parquet(sm.input.calibration), judges, sm.params.metrics, sm.params.scoring)
     scores.insert(0, "model", sm.wildcards.model)
     scores.to_csv(sm.output[0], index=False)
 

@@ -1,5 +1,5 @@
 """MARS: negatives, XQuAD gold roles, the round-trip filter, synthetic generation, the offline
-judge, PPI against a hand computation and a coverage simulation, reference sets, mock systems."""
+judge, PPI against a hand computation and a coverage simulation, calibration sets, mock systems."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from polyrag.mars.labels import LABEL_COLUMNS, pair_of_language_key, parse_label
 from polyrag.mars.mock_systems import meta_evaluate, mock_items
 from polyrag.mars.negatives import corrupted, label_counts, with_negatives
 from polyrag.mars.ppi import ppi_score
-from polyrag.mars.reference import reference_from_gold, reference_from_memerag, reference_from_tsv, require_labels
+from polyrag.mars.calibration import calibration_from_gold, calibration_from_memerag, calibration_from_tsv, require_labels
 from polyrag.mars.retrieval_filter import E5Embedder, round_trip_filter
 from polyrag.mars.scores import model_scores, system_items
 from polyrag.mars.synthetic import first_line, few_shot_from_file, generate_synthetic
@@ -32,7 +32,7 @@ SCORING = {"estimator": "rogan_gladen", "alpha": 0.05, "power_tuning": False}  #
 
 def gold(data, pair, **options):
     settings = {"second_languages": ["en", "de"], "directory": str(data / "xquad"), "revision": "unused",
-                "cache_dir": "unused", "seed": 3, "few_shot": 2, "reference_size": 120, "exclude_ids": set()}
+                "cache_dir": "unused", "seed": 3, "few_shot": 2, "calibration_size": 120, "exclude_ids": set()}
     return gold_items(pair, **{**settings, **options})
 
 
@@ -102,17 +102,17 @@ def test_a_language_consistency_negative_differs_from_the_positive_and_is_in_the
 
 def test_no_xquad_item_is_labelled_both_language_consistent_and_not(gold_en_de):
     """Parallel XQuAD answers are often one string in both languages (names, numbers); none of
-    them may become an LC negative of itself, in the reference set or in the mock systems."""
+    them may become an LC negative of itself, in the calibration set or in the mock systems."""
     import langid
 
     key = ["Query", "Document", "Answer"]
     for pair, gold_rows in gold_en_de.items():
         identical = gold_rows["Answer"].str.strip() == gold_rows["Wrong_Language_Answer"].str.strip()
         assert identical.mean() > 0.25, pair  # the hole is real: 30% of the en/de questions
-        rows = gold_rows[gold_rows["role"] == "reference"]
-        assert identical[rows.index].sum() > 0, pair  # and the reference questions have such answers
-        reference = reference_from_gold({pair: gold_rows}, seed=3)
-        lc = reference[reference[LC].notna()]
+        rows = gold_rows[gold_rows["role"] == "calibration"]
+        assert identical[rows.index].sum() > 0, pair  # and the calibration questions have such answers
+        calibration = calibration_from_gold({pair: gold_rows}, seed=3)
+        lc = calibration[calibration[LC].notna()]
         assert lc.groupby(key)[LC].nunique().max() == 1, pair
         assert (lc[LC] == 0).sum() == (lc[LC] == 1).sum() > 0
         negatives = lc[lc[LC] == 0]
@@ -136,11 +136,11 @@ def test_xquad_gold_roles_are_disjoint_by_paragraph_and_shared_across_pairs(embe
     assert (few["Answer"].map(normalize) != few["Wrong_Language_Answer"].map(normalize)).all()
     roles_per_paragraph = en.groupby("paragraph")["role"].nunique()
     assert (roles_per_paragraph == 1).all()
-    assert 30 <= (en["role"] == "reference").sum() < 30 + 10  # ceil(120 / 4) questions, whole paragraphs
+    assert 30 <= (en["role"] == "calibration").sum() < 30 + 10  # ceil(120 / 4) questions, whole paragraphs
     # en-en: wrong-language answers are the parallel German ones; en-de: passages en, questions de.
     assert en.set_index("id").loc[de["id"], "Wrong_Language_Answer"].tolist() == de["Answer"].tolist()
     assert cross["Document"].tolist() == en["Document"].tolist() and cross["Query"].tolist() == de["Query"].tolist()
-    excluded = set(en.loc[en["role"] == "reference", "id"][:5])
+    excluded = set(en.loc[en["role"] == "calibration", "id"][:5])
     again = gold(embedded_data, "en-en", exclude_ids=excluded)
     assert not excluded & set(again["id"]) and len(again) == len(en) - 5
 
@@ -237,11 +237,11 @@ def test_few_shot_file_needs_the_pair(tmp_path):
 @pytest.fixture(scope="module")
 def trained_judges(gold_en_de, tmp_path_factory):
     """Offline judges trained on gold-built XQuAD en/de examples (pool questions, a held-out share
-    of them choosing the epoch, as the workflow's synthetic data); the reference rows apart."""
+    of them choosing the epoch, as the workflow's synthetic data); the calibration rows apart."""
     directory = tmp_path_factory.mktemp("judges")
     examples = pd.concat([with_negatives(g[g["role"] == "pool"].head(100), rng_for(5, pair))[0]
                           for pair, g in gold_en_de.items()], ignore_index=True)
-    reference = pd.concat([with_negatives(g[g["role"] == "reference"], rng_for(6, pair))[0]
+    calibration = pd.concat([with_negatives(g[g["role"] == "calibration"], rng_for(6, pair))[0]
                            for pair, g in gold_en_de.items()], ignore_index=True)
     settings = {"backend": "embedding_logreg", "C": 1.0, "max_length": 96}
     store = EmbeddingStore()  # one set of vectors for every judge, as the workflow's scripts share one
@@ -249,24 +249,24 @@ def trained_judges(gold_en_de, tmp_path_factory):
                  for m in ("cr", "ar", "lc")}
     judges = {m: load_judge(m, directory / m, settings, store) for m in summaries}
     for metric, judge in judges.items():
-        reference[f"prediction_{metric}"] = judge.predict_proba(reference)
-    return summaries, judges, reference, directory, examples
+        calibration[f"prediction_{metric}"] = judge.predict_proba(calibration)
+    return summaries, judges, calibration, directory, examples
 
 
 def test_offline_judges_learn_and_reload(trained_judges):
-    summaries, judges, reference, directory, examples = trained_judges
+    summaries, judges, calibration, directory, examples = trained_judges
     for metric, summary in summaries.items():
         # The validation figure is the accuracy on the held-out synthetic rows, recomputed here.
         _, rows = judge_data(examples, metric, seed=0)
         predicted = (judges[metric].predict_proba(rows) >= 0.5) == rows[LABEL_COLUMNS[metric]].astype(bool)
         assert summary["validation_examples"] == len(rows)
         assert predicted.mean() == pytest.approx(summary["validation_accuracy"])
-        # On the reference rows, never seen in training nor selection: above the no-skill baseline
+        # On the calibration rows, never seen in training nor selection: above the no-skill baseline
         # (0.5: the classes are balanced). AR is hard for frozen embeddings: XQuAD answers are short
         # spans and its negatives are other questions' spans.
-        on_reference = labelled(reference, metric)
-        truth = on_reference[LABEL_COLUMNS[metric]].to_numpy()
-        accuracy = ((on_reference[f"prediction_{metric}"] >= 0.5) == truth).mean()
+        on_calibration = labelled(calibration, metric)
+        truth = on_calibration[LABEL_COLUMNS[metric]].to_numpy()
+        accuracy = ((on_calibration[f"prediction_{metric}"] >= 0.5) == truth).mean()
         baseline = max(truth.mean(), 1 - truth.mean())
         assert baseline == 0.5 and accuracy > {"cr": 0.8, "ar": 0.6, "lc": 0.65}[metric], (metric, accuracy)
         assert pd.read_csv(directory / metric / "history.csv")["best"].tolist() == [True]
@@ -276,7 +276,7 @@ def test_offline_judges_learn_and_reload(trained_judges):
                     {"backend": "embedding_logreg", "C": 1.0, "max_length": 96}, directory / "x", 0)
 
 
-def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_reference_set(repo):
+def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_calibration_set(repo):
     table, _ = with_negatives(positives(40), rng_for(1, "x"))
     train, validation = early_stopping_split(table, seed=4)
     assert not set(train["Query"]) & set(validation["Query"])  # a question and its negatives stay together
@@ -296,10 +296,10 @@ def test_judges_choose_their_epoch_on_held_out_synthetic_questions_not_on_the_re
         judge_data(table[table["kind"] != "lc_negative"], "lc", seed=4)
     # The workflow's judge rule reads the synthetic data only.
     rule = (repo / "rules" / "mars.smk").read_text().split("rule mars_judge:")[1]
-    assert "reference" not in rule.split("input:")[1].split("output:")[0]
+    assert "calibration" not in rule.split("input:")[1].split("output:")[0]
 
 
-def test_memerag_reference_with_the_mars_meta_evaluation_scorer_is_refused(repo, monkeypatch):
+def test_memerag_calibration_with_the_mars_meta_evaluation_scorer_is_refused(repo, monkeypatch):
     import copy
 
     import yaml
@@ -310,11 +310,11 @@ def test_memerag_reference_with_the_mars_meta_evaluation_scorer_is_refused(repo,
     monkeypatch.chdir(repo)
     config = yaml.safe_load((repo / "config.yaml").read_text())
     config["mars"]["metrics"] = ["ar", "af"]
-    config["mars"]["reference"] = {"source": "memerag"}
+    config["mars"]["calibration"] = {"source": "memerag"}
     config["meta_eval"]["scorers"] = ["e5-similarity"]
     validate_config(copy.deepcopy(config), repo / "schemas" / "config.schema.yaml", source="my.yaml")  # fine alone
     config["meta_eval"]["scorers"] = ["e5-similarity", "mars"]
-    with pytest.raises(ConfigError, match=r"my.yaml: mars.reference.source: memerag with meta_eval.scorers: mars"):
+    with pytest.raises(ConfigError, match=r"my.yaml: mars.calibration.source: memerag with meta_eval.scorers: mars"):
         validate_config(config, repo / "schemas" / "config.schema.yaml", source="my.yaml")
 
 
@@ -365,7 +365,7 @@ def simulated_judge(truth, rng, false_positive, false_negative):
     return np.where(flip, 1 - truth, truth)
 
 
-def simulated_reference(rng, lang, n, true_score, false_positive, false_negative):
+def simulated_calibration(rng, lang, n, true_score, false_positive, false_negative):
     Y = (rng.random(n) < true_score).astype(float)
     return pd.DataFrame({AR: Y, "prediction_ar": simulated_judge(Y, rng, false_positive, false_negative),
                          "doc_lang": lang, "qa_lang": lang})
@@ -395,17 +395,17 @@ RUNS = 800  # binomial SE of a 0.95 coverage: 0.0077; the band below is 3 SE wid
 @pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
 def test_pooled_score_covers_the_truth_when_language_pairs_differ(estimator):
     """A system answers 2,000 en and 500 de questions (true scores 0.8 and 0.4); its judge is
-    generous on en, stingy on de; the reference set also holds hi rows, a pair the system was never
+    generous on en, stingy on de; the calibration set also holds hi rows, a pair the system was never
     scored on, with a judge far more generous there. The pooled truth is 0.72."""
     scored = {"en": (2000, 0.8, 0.4, 0.05), "de": (500, 0.4, 0.0, 0.4)}  # answers, score, judge's FP, FN rate
     truth = (2000 * 0.8 + 500 * 0.4) / 2500
 
     def pooled_row(rng):
-        reference = pd.concat([simulated_reference(rng, lang, 150, score, fp, fn)
+        calibration = pd.concat([simulated_calibration(rng, lang, 150, score, fp, fn)
                                for lang, (_, score, fp, fn) in scored.items()]
-                              + [simulated_reference(rng, "hi", 150, 0.5, 0.8, 0.0)], ignore_index=True)
+                              + [simulated_calibration(rng, "hi", 150, 0.5, 0.8, 0.0)], ignore_index=True)
         items = {lang: simulated_answers(rng, n, score, fp, fn) for lang, (n, score, fp, fn) in scored.items()}
-        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
+        scores = model_scores(items, calibration, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
         return scores[scores["lang"] == "all"].iloc[0]
 
     assert 0.927 <= coverage(pooled_row, truth, RUNS, seed=11) <= 0.973
@@ -414,25 +414,25 @@ def test_pooled_score_covers_the_truth_when_language_pairs_differ(estimator):
 @pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
 def test_unanswered_questions_count_zero_and_are_not_bias_corrected(estimator):
     """600 of 1,000 questions answered, 70% of those well; a generous judge (half the bad answers
-    called good) measured on reference rows like the answers. The truth is 0.6 x 0.7 = 0.42."""
+    called good) measured on calibration rows like the answers. The truth is 0.6 x 0.7 = 0.42."""
     answered = np.arange(1000) < 600
 
     def row(rng):
-        reference = simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0)
+        calibration = simulated_calibration(rng, "en", 200, 0.7, 0.5, 0.0)
         items = {"en": simulated_answers(rng, 1000, 0.7, 0.5, 0.0, answered)}
-        scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
+        scores = model_scores(items, calibration, {"ar": ColumnJudge()}, ["ar"], {**SCORING, "estimator": estimator})
         return scores[scores["lang"] == "en"].iloc[0]
 
     assert 0.927 <= coverage(row, 0.42, RUNS, seed=12) <= 0.973
     # No answer at all: the score is 0 exactly, whatever the judge's bias.
     rng = np.random.default_rng(0)
     none = {"en": simulated_answers(rng, 50, 0.7, 0.5, 0.0, np.zeros(50, dtype=bool))}
-    scores = model_scores(none, simulated_reference(rng, "en", 200, 0.7, 0.5, 0.0), {"ar": ColumnJudge()}, ["ar"],
+    scores = model_scores(none, simulated_calibration(rng, "en", 200, 0.7, 0.5, 0.0), {"ar": ColumnJudge()}, ["ar"],
                           {**SCORING, "estimator": estimator})
     assert (scores[["score", "ci_low", "ci_high"]] == 0).all().all()
 
 
-def balanced_reference(rng, lang, per_class, false_positive, false_negative):
+def balanced_calibration(rng, lang, per_class, false_positive, false_negative):
     """A gold set built as MARS builds it: ``per_class`` positives and as many negatives."""
     Y = np.r_[np.ones(per_class), np.zeros(per_class)]
     return pd.DataFrame({AR: Y, "prediction_ar": simulated_judge(Y, rng, false_positive, false_negative),
@@ -440,15 +440,15 @@ def balanced_reference(rng, lang, per_class, false_positive, false_negative):
 
 
 @pytest.mark.parametrize("true_score, false_positive, false_negative", [(0.9, 0.1, 0.3), (0.7, 0.3, 0.1)])
-def test_a_balanced_reference_set_leaves_the_default_score_unbiased(true_score, false_positive, false_negative):
+def test_a_balanced_calibration_set_leaves_the_default_score_unbiased(true_score, false_positive, false_negative):
     """A 50/50 gold set, a system 70-90% good and a judge that errs more on one class: PPI assumes
-    the reference rows are sampled from the system's answers and is pulled toward 0.5
+    the calibration rows are sampled from the system's answers and is pulled toward 0.5
     (to pi + (0.5 - pi)(FPR + FNR)); the default confusion-matrix correction covers the truth."""
     def row(estimator):
         def one(rng):
-            reference = balanced_reference(rng, "en", 100, false_positive, false_negative)
+            calibration = balanced_calibration(rng, "en", 100, false_positive, false_negative)
             items = {"en": simulated_answers(rng, 1000, true_score, false_positive, false_negative)}
-            return model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"],
+            return model_scores(items, calibration, {"ar": ColumnJudge()}, ["ar"],
                                 {**SCORING, "estimator": estimator}).iloc[0]
         return one
 
@@ -489,10 +489,10 @@ def test_the_workflow_scores_with_the_confusion_matrix_by_default(repo, monkeypa
 
 def test_a_judge_at_chance_gets_no_score_and_the_whole_unit_interval():
     rng = np.random.default_rng(5)
-    reference = pd.concat([balanced_reference(rng, "en", 150, 0.05, 0.1),  # a judge that works
-                           balanced_reference(rng, "de", 150, 0.5, 0.5)], ignore_index=True)  # a coin
+    calibration = pd.concat([balanced_calibration(rng, "en", 150, 0.05, 0.1),  # a judge that works
+                           balanced_calibration(rng, "de", 150, 0.5, 0.5)], ignore_index=True)  # a coin
     items = {"en": simulated_answers(rng, 800, 0.8, 0.05, 0.1), "de": simulated_answers(rng, 200, 0.8, 0.5, 0.5)}
-    scores = model_scores(items, reference, {"ar": ColumnJudge()}, ["ar"], SCORING).set_index("lang")
+    scores = model_scores(items, calibration, {"ar": ColumnJudge()}, ["ar"], SCORING).set_index("lang")
     assert scores.loc["en", "estimable"] and 0.7 < scores.loc["en", "score"] < 0.9
     assert not scores.loc["de", "estimable"] and np.isnan(scores.loc["de", "score"])
     assert (scores.loc["de", "ci_low"], scores.loc["de", "ci_high"]) == (0.0, 1.0)
@@ -503,9 +503,9 @@ def test_a_judge_at_chance_gets_no_score_and_the_whole_unit_interval():
     assert pooled["ci_high"] == pytest.approx(min(1.0, 0.8 * en["ci_high"] + 0.2))
 
 
-def test_reference_sets_from_memerag_and_tsv(shared_data, tmp_path):
+def test_calibration_sets_from_memerag_and_tsv(shared_data, tmp_path):
     sentences = read_memerag(shared_data / "memerag" / "en.jsonl", "en")
-    table = reference_from_memerag(sentences)
+    table = calibration_from_memerag(sentences)
     assert len(table) == 250 and table[CR].isna().all() and table[LC].isna().all()
     for query_id in sentences["query_id"].unique()[:20]:
         group = sentences[sentences["query_id"] == query_id]
@@ -514,15 +514,15 @@ def test_reference_sets_from_memerag_and_tsv(shared_data, tmp_path):
         assert (row[AF] == expected) or (expected is None and np.isnan(row[AF]))
         assert row[AR] == float((group["relevant"] == 1).all())
     with pytest.raises(DataError, match="no Context_Relevance_Label labels, which metric 'cr' needs"):
-        require_labels(table, ["ar", "cr"], "MEMERAG reference set")
+        require_labels(table, ["ar", "cr"], "MEMERAG calibration set")
     path = tmp_path / "ref.tsv"
     path.write_text("Query\tDocument\tAnswer\tdoc_lang\tqa_lang\tAnswer_Relevance_Label\n"
                     "q\td\ta\ten\ten\t[[Yes]]\nq\td\ta\ten\ten\tsometimes\n")
     with pytest.raises(ValueError, match=r"ref.tsv: row 3 Answer_Relevance_Label: unknown label value 'sometimes'"):
-        reference_from_tsv(str(path))
+        calibration_from_tsv(str(path))
     path.write_text("Query\tDocument\tdoc_lang\tqa_lang\nq\td\ten\ten\n")
-    with pytest.raises(DataError, match="ref.tsv: reference TSV has no column 'Answer'"):
-        reference_from_tsv(str(path))
+    with pytest.raises(DataError, match="ref.tsv: calibration TSV has no column 'Answer'"):
+        calibration_from_tsv(str(path))
 
 
 class OracleAnswerJudge:
@@ -539,10 +539,10 @@ class OracleAnswerJudge:
 def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
     gold = {"en-en": gold_en_de["en-en"]}
     judge = OracleAnswerJudge(zip(gold["en-en"]["Query"], gold["en-en"]["Answer"]))
-    reference, _ = with_negatives(gold["en-en"][gold["en-en"]["role"] == "reference"], rng_for(1, "r"))
-    reference["prediction_ar"] = judge.predict_proba(reference)
+    calibration, _ = with_negatives(gold["en-en"][gold["en-en"]["role"] == "calibration"], rng_for(1, "r"))
+    calibration["prediction_ar"] = judge.predict_proba(calibration)
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 100}
-    summary, systems = meta_evaluate(gold, {"ar": judge}, reference, ["ar"], settings,
+    summary, systems = meta_evaluate(gold, {"ar": judge}, calibration, ["ar"], settings,
                                      SCORING, seed=0)
     assert systems["true_score"].tolist() == settings["accuracies"]
     assert np.allclose(systems["score"], systems["true_score"]) and systems["covered"].all()
@@ -551,16 +551,16 @@ def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
 
 
 def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
-    _, judges, reference, _, _ = trained_judges
+    _, judges, calibration, _, _ = trained_judges
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 150}
-    summary, systems = meta_evaluate({"de-de": gold_en_de["de-de"]}, judges, reference, ["cr", "lc"], settings,
+    summary, systems = meta_evaluate({"de-de": gold_en_de["de-de"]}, judges, calibration, ["cr", "lc"], settings,
                                      SCORING, seed=0)
     assert len(summary) == 2 and len(systems) == 10
     for row in summary.itertuples():
         mine = systems[systems["metric"] == row.metric]
-        # The confusion-matrix correction with one reference set per pair maps every system's raw
-        # rate through (q - FPR) / (TPR - FPR), the rates recomputed from the reference rows of de-de.
-        ref = labelled(reference[(reference["doc_lang"] == "de") & (reference["qa_lang"] == "de")], row.metric)
+        # The confusion-matrix correction with one calibration set per pair maps every system's raw
+        # rate through (q - FPR) / (TPR - FPR), the rates recomputed from the calibration rows of de-de.
+        ref = labelled(calibration[(calibration["doc_lang"] == "de") & (calibration["qa_lang"] == "de")], row.metric)
         said_yes = ref[f"prediction_{row.metric}"] >= 0.5
         truth = ref[LABEL_COLUMNS[row.metric]] == 1
         tpr, fpr = said_yes[truth].mean(), said_yes[~truth].mean()
@@ -577,7 +577,7 @@ def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
 
 
 def test_system_scores_from_answers(trained_judges):
-    _, judges, reference, _, _ = trained_judges
+    _, judges, calibration, _, _ = trained_judges
     record = {"query_id": "q1", "query": "Where is the Eiffel Tower?",
               "passages": [{"docid": "a#0", "text": "The Eiffel Tower is in Paris."},
                            {"docid": "b#0", "text": "Bananas are yellow."}]}
@@ -587,11 +587,11 @@ def test_system_scores_from_answers(trained_judges):
                                           "The Eiffel Tower is in Paris.\n\nBananas are yellow."]
     assert items["Answer"].iloc[0] == "It is in Paris." and items["Answer"].isna().iloc[1]
     # PPI here: its formula is one subtraction (the confusion-matrix one is checked above).
-    scores = model_scores({"en": items}, reference, judges, ["cr", "ar", "lc"], PLAIN_PPI)
+    scores = model_scores({"en": items}, calibration, judges, ["cr", "ar", "lc"], PLAIN_PPI)
     assert scores["lang"].tolist() == ["en"] * 3 + ["all"] * 3
     assert (scores["n_missing_answers"] == 1).all() and (scores["n_answers"] == 2).all()
     # AR: PPI on the one answer, halved (the unanswered question counts 0, uncorrected).
-    ref = labelled(reference[(reference["doc_lang"] == "en") & (reference["qa_lang"] == "en")], "ar")
+    ref = labelled(calibration[(calibration["doc_lang"] == "en") & (calibration["qa_lang"] == "en")], "ar")
     bias = ((ref["prediction_ar"] >= 0.5) - ref[AR]).mean()
     judged = float(judges["ar"].predict_proba(items.iloc[:1])[0] >= 0.5)
     ar = scores[(scores["metric"] == "ar") & (scores["lang"] == "en")].iloc[0]
@@ -632,7 +632,7 @@ def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
 
 
 def test_reference_rows_never_ask_an_evaluated_question():
-    from polyrag.mars.reference import without_evaluated_questions
+    from polyrag.mars.calibration import without_evaluated_questions
 
     table, _ = with_negatives(positives(4), rng_for(0, "r"))
     kept = without_evaluated_questions(table, {"question 1?", "question 3?"}, "test")
@@ -640,10 +640,10 @@ def test_reference_rows_never_ask_an_evaluated_question():
 
 
 def test_ppi_estimates_stay_in_the_unit_interval():
-    # The judge says yes to every answer but never on the reference set, where 40% are yes: the
+    # The judge says yes to every answer but never on the calibration set, where 40% are yes: the
     # correction adds 0.4 to a raw rate of 1.
     Y = np.r_[np.ones(40), np.zeros(60)]
-    stingy = np.zeros(100)  # never says yes on the reference set: bias -0.4
+    stingy = np.zeros(100)  # never says yes on the calibration set: bias -0.4
     result = ppi_score(Y, stingy, np.ones(500), alpha=0.05, power_tuning=False)
     assert result["score_unclipped"] == pytest.approx(1.4)
     assert result["score"] == 1.0 and result["ci_high"] == 1.0 and result["ci_low"] <= 1.0

@@ -414,7 +414,7 @@ def test_mars_stage(run, repo, embedded_data):
         scored = scores[scores["estimable"]]
         assert (scored["ci_low"] <= scored["score"]).all() and (scored["score"] <= scored["ci_high"]).all()
         assert scores.loc[~scores["estimable"], "score"].isna().all()
-        assert (scores["n_answers"] == 4).all() and (scores["reference_scope"].iloc[:4] == "pair").all()
+        assert (scores["n_answers"] == 4).all() and (scores["calibration_scope"].iloc[:4] == "pair").all()
         # One language scored: the pooled row is that language's.
         columns = ["score_unclipped", "ci_low", "ci_high"]
         assert scores[columns].iloc[4:].to_numpy() == pytest.approx(scores[columns].iloc[:4].to_numpy(), nan_ok=True)

@@ -127,8 +127,8 @@ def mars_pairs(config: dict) -> list[str]:
     return list(mars["pairs"] or dict.fromkeys(pair_of_language_key(k) for k in mars_languages(config)))
 
 
-def mars_reference_pairs(config: dict) -> list[str]:
-    """Pairs the reference set covers: every scored pair and every meta-evaluation pair."""
+def mars_calibration_pairs(config: dict) -> list[str]:
+    """Pairs the calibration set covers: every scored pair and every meta-evaluation pair."""
     mars = config["mars"]
     pairs = [pair_of_language_key(k) for k in mars_languages(config)]
     pairs += mars["meta_eval"]["pairs"] if mars["meta_eval"] else []
@@ -136,8 +136,8 @@ def mars_reference_pairs(config: dict) -> list[str]:
 
 
 def mars_gold_pairs(config: dict) -> list[str]:
-    """Pairs that need XQuAD gold rows (few-shot examples, XQuAD corpus, reference set, mock systems)."""
-    return list(dict.fromkeys([*mars_pairs(config), *mars_reference_pairs(config)]))
+    """Pairs that need XQuAD gold rows (few-shot examples, XQuAD corpus, calibration set, mock systems)."""
+    return list(dict.fromkeys([*mars_pairs(config), *mars_calibration_pairs(config)]))
 
 
 #: Cluster resources of the fine-tuning job (a 7B student with gradient checkpointing), overridden by

@@ -75,7 +75,7 @@ LOCAL_DATA_KEYS = {
     ("meta_eval", "dir"): "POLYRAG_MEMERAG_DIR",
     ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
     ("mars", "few_shot", "file"): None,
-    ("mars", "reference", "path"): None,
+    ("mars", "calibration", "path"): None,
     ("finetune", "training", "dir"): None,
 }
 DEMO_DIR = "resources/demo"  # data.dir of data.source: demo when null
@@ -264,26 +264,26 @@ def check_mars(config: dict, source: str) -> None:
                 raise ConfigError(
                     f"{source}: mars.pairs: {pair}: the corpus (mars.corpus.source: data) has no passages in "
                     f"{passage_lang!r}; the data languages have passages in {sorted(passage_languages)}")
-    reference = mars["reference"]
-    if reference["source"] == "tsv":
-        if not reference["path"]:
-            raise ConfigError(f"{source}: mars.reference.path: a reference set of source tsv needs a path")
-        if not Path(reference["path"]).exists():
-            raise ConfigError(f"{source}: mars.reference.path: {reference['path']} does not exist")
-    if reference["source"] == "memerag":
+    calibration = mars["calibration"]
+    if calibration["source"] == "tsv":
+        if not calibration["path"]:
+            raise ConfigError(f"{source}: mars.calibration.path: a calibration set of source tsv needs a path")
+        if not Path(calibration["path"]).exists():
+            raise ConfigError(f"{source}: mars.calibration.path: {calibration['path']} does not exist")
+    if calibration["source"] == "memerag":
         if config["meta_eval"] is None:
-            raise ConfigError(f"{source}: mars.reference.source: memerag reads MEMERAG through meta_eval:, "
+            raise ConfigError(f"{source}: mars.calibration.source: memerag reads MEMERAG through meta_eval:, "
                               "which is not configured")
         if "mars" in config["meta_eval"]["scorers"]:
             raise ConfigError(
-                f"{source}: mars.reference.source: memerag with meta_eval.scorers: mars would meta-evaluate the "
-                "MARS judges on the MEMERAG labels that also correct their scores (the reference set); use "
-                "mars.reference.source gold or tsv, or drop mars from meta_eval.scorers")
+                f"{source}: mars.calibration.source: memerag with meta_eval.scorers: mars would meta-evaluate the "
+                "MARS judges on the MEMERAG labels that also correct their scores (the calibration set); use "
+                "mars.calibration.source gold or tsv, or drop mars from meta_eval.scorers")
         unlabelled = [m for m in mars["metrics"] if m in ("cr", "lc")]
         if unlabelled:
             raise ConfigError(
                 f"{source}: mars.metrics: MEMERAG labels only answer relevance and faithfulness, not {unlabelled} "
-                "(set mars.metrics to [ar, af] or use mars.reference.source gold or tsv)")
+                "(set mars.metrics to [ar, af] or use mars.calibration.source gold or tsv)")
     few_shot = mars["few_shot"]["file"]
     if few_shot is not None and not Path(few_shot).exists():
         raise ConfigError(f"{source}: mars.few_shot.file: {few_shot} does not exist")
@@ -291,7 +291,7 @@ def check_mars(config: dict, source: str) -> None:
         # Evaluated XQuAD questions never serve as gold data: evaluating all leaves MARS none.
         raise ConfigError(
             f"{source}: data.max_questions: null evaluates every XQuAD question, which leaves none for MARS's gold "
-            "data (few-shot examples, reference set, mock systems); set data.max_questions (e.g. 100 per language)")
+            "data (few-shot examples, calibration set, mock systems); set data.max_questions (e.g. 100 per language)")
 
 
 def check_finetune(config: dict, source: str) -> None:

@@ -27,7 +27,7 @@ class Estimate:
     high: float
     estimator: str
     judge_positive_rate: float
-    n_reference: int
+    n_calibration: int
     n_answers: int
     true_positive_rate: float = np.nan
     false_positive_rate: float = np.nan
@@ -47,11 +47,11 @@ def scaled(estimate: Estimate, share: float, n_answers: int) -> Estimate:
                    judge_positive_rate=estimate.judge_positive_rate * share, n_answers=n_answers)
 
 
-def pooled(estimates: Sequence[Estimate], weights: Sequence[float], independent: bool, n_reference: int) -> Estimate:
-    """Stratified estimate sum_k w_k theta_k. Strata with disjoint reference rows and answers are
+def pooled(estimates: Sequence[Estimate], weights: Sequence[float], independent: bool, n_calibration: int) -> Estimate:
+    """Stratified estimate sum_k w_k theta_k. Strata with disjoint calibration rows and answers are
     independent: their intervals combine by MOVER (Zou & Donner 2008), which keeps each one's
     asymmetry and is the usual sqrt(sum w_k^2 se_k^2) for symmetric ones. Strata sharing
-    reference rows get the bound that holds under any correlation: the weighted sum of the limits."""
+    calibration rows get the bound that holds under any correlation: the weighted sum of the limits."""
     w = np.asarray(weights, dtype=float)
     if not np.isclose(w.sum(), 1.0):
         raise ValueError(f"stratum weights must sum to 1, got {w.sum()}")
@@ -64,7 +64,7 @@ def pooled(estimates: Sequence[Estimate], weights: Sequence[float], independent:
         pooled_low, pooled_high = w @ low, w @ high
     return Estimate(value=float(w @ value), low=float(pooled_low), high=float(pooled_high),
                     estimator=",".join(sorted({e.estimator for e in estimates})),
-                    judge_positive_rate=float(w @ column("judge_positive_rate")), n_reference=n_reference,
+                    judge_positive_rate=float(w @ column("judge_positive_rate")), n_calibration=n_calibration,
                     n_answers=int(column("n_answers").sum()), unknown_weight=float(w @ column("unknown_weight")))
 
 
@@ -84,6 +84,6 @@ def interval_columns(estimate: Estimate) -> dict:
         "judge_positive_rate": estimate.judge_positive_rate,
         "judge_true_positive_rate": estimate.true_positive_rate,
         "judge_false_positive_rate": estimate.false_positive_rate,
-        "n_reference": estimate.n_reference,
+        "n_calibration": estimate.n_calibration,
         "n_answers": estimate.n_answers,
     }

@@ -1,5 +1,5 @@
 """Gold (question, passage, answer) triples from XQuAD for MARS: few-shot examples, the
-gold-built reference set and the mock RAG systems of the meta-evaluation.
+gold-built calibration set and the mock RAG systems of the meta-evaluation.
 
 XQuAD is parallel across languages, so one question id names the same question in every
 language and a pair ``p-q`` takes the paragraph in p and the question and answer in q. The
@@ -8,7 +8,7 @@ of ``second_languages`` that differs from q).
 
 Roles are given per paragraph, the same in every pair, so no paragraph (nor any translation of
 it) serves two roles: the first shuffled paragraphs are few-shot examples (one question each),
-the next ones the reference set, the rest the pool for mock systems and the XQuAD corpus.
+the next ones the calibration set, the rest the pool for mock systems and the XQuAD corpus.
 Questions the workflow evaluates (``exclude_ids``) never take a role.
 """
 
@@ -27,8 +27,8 @@ from polyrag.seeds import rng_for
 
 log = logging.getLogger(__name__)
 
-ROLES = ("few_shot", "reference", "pool")
-EXAMPLES_PER_REFERENCE_ITEM = 4  # a positive and its CR, AR and LC negatives (negatives.with_negatives)
+ROLES = ("few_shot", "calibration", "pool")
+EXAMPLES_PER_CALIBRATION_ITEM = 4  # a positive and its CR, AR and LC negatives (negatives.with_negatives)
 
 
 def wrong_language(pair: str, second_languages: list[str]) -> str:
@@ -42,28 +42,28 @@ def wrong_language(pair: str, second_languages: list[str]) -> str:
                     f"{question_lang!r} for wrong-language answers")
 
 
-def paragraph_roles(articles: list[dict], few_shot: int, reference_questions: int, seed: int,
+def paragraph_roles(articles: list[dict], few_shot: int, calibration_questions: int, seed: int,
                     exclude_ids: set[str]) -> dict[tuple[int, int], str]:
     """Role of every paragraph ``(article, paragraph)``, from a seeded shuffle of the paragraphs."""
     paragraphs = [(a, p) for a, article in enumerate(articles) for p in range(len(article["paragraphs"]))]
     order = rng_for(seed, "mars", "gold-roles").permutation(len(paragraphs))
-    roles, few_shot_left, reference_left = {}, few_shot, reference_questions
+    roles, few_shot_left, calibration_left = {}, few_shot, calibration_questions
     for index in order:
         a, p = paragraphs[index]
         usable = [qa for qa in articles[a]["paragraphs"][p]["qas"] if qa["id"] not in exclude_ids]
         if few_shot_left > 0 and usable:
             roles[(a, p)] = "few_shot"
             few_shot_left -= 1
-        elif reference_left > 0 and usable:
-            roles[(a, p)] = "reference"
-            reference_left -= len(usable)
+        elif calibration_left > 0 and usable:
+            roles[(a, p)] = "calibration"
+            calibration_left -= len(usable)
         else:
             roles[(a, p)] = "pool"
     return roles
 
 
 def gold_items(pair: str, *, second_languages: list[str], directory: str | None, revision: str | None, cache_dir: str,
-               seed: int, few_shot: int, reference_size: int, exclude_ids: set[str]) -> pd.DataFrame:
+               seed: int, few_shot: int, calibration_size: int, exclude_ids: set[str]) -> pd.DataFrame:
     """One row per usable XQuAD question of ``pair`` with its role, texts and wrong-language answer."""
     passage_lang, question_lang = split_pair(pair)
     other_lang = wrong_language(pair, second_languages)
@@ -72,8 +72,8 @@ def gold_items(pair: str, *, second_languages: list[str], directory: str | None,
                                             local_key="mars.gold.dir or $POLYRAG_XQUAD_DIR"))
                 for lang in languages}
     # Roles come from the question language's file: the same ids and layout in every language.
-    reference_questions = ceil(reference_size / EXAMPLES_PER_REFERENCE_ITEM)
-    roles = paragraph_roles(articles[question_lang], few_shot, reference_questions, seed, exclude_ids)
+    calibration_questions = ceil(calibration_size / EXAMPLES_PER_CALIBRATION_ITEM)
+    roles = paragraph_roles(articles[question_lang], few_shot, calibration_questions, seed, exclude_ids)
     answers = {lang: {qa["id"]: qa["answers"][0]["text"]
                       for article in articles[lang] for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
                for lang in languages}

@@ -11,7 +11,7 @@ A judge directory holds ``judge.json`` (what it is and how it scored on the vali
 
 The validation set that picks the epoch is a seeded share of the synthetic questions held out
 from training (:func:`early_stopping_split`, as ARES validates on synthetic data), never the
-reference set: PPI's correction is valid only for a judge chosen independently of its labels.
+calibration set: PPI's correction is valid only for a judge chosen independently of its labels.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ LABEL_COLUMNS = {
 }
 METRICS = tuple(LABEL_COLUMNS)
 TEXT_COLUMNS = ("Query", "Document", "Answer")
-#: columns of every synthetic, reference and mock-system table
+#: columns of every synthetic, calibration and mock-system table
 COLUMNS = [*TEXT_COLUMNS, *LABEL_COLUMNS.values(), "doc_lang", "qa_lang"]
 
 #: what each judge reads, as MARS gives it: AR never sees the passage, CR never sees the answer

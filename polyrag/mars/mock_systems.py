@@ -3,7 +3,7 @@
 For a language pair and a metric, a mock system of accuracy r answers n gold XQuAD questions:
 exactly round(r n) items are the gold triple (label 1) and the rest are that metric's negative
 (``negatives.corrupted``, label 0; for LC only questions with a valid wrong-language negative).
-Judges label every item; the reference set of the pair corrects the judge's positive rate into
+Judges label every item; the calibration set of the pair corrects the judge's positive rate into
 each system's estimated accuracy (``scores.stratum_estimate``). A good evaluator ranks the systems
 as their accuracies are ordered: Kendall tau between true accuracies and the judge's raw positive
 rates (``kendall_tau_raw``) and the corrected estimates (``kendall_tau_corrected``).
@@ -22,7 +22,7 @@ from sklearn.metrics import balanced_accuracy_score
 from polyrag.mars.judges import binary
 from polyrag.mars.labels import split_pair
 from polyrag.mars.negatives import corrupted, lc_negative_problems
-from polyrag.mars.scores import reference_for, score_row, stratum_estimate
+from polyrag.mars.scores import calibration_for, score_row, stratum_estimate
 from polyrag.seeds import rng_for
 
 
@@ -55,7 +55,7 @@ def mock_systems(gold: pd.DataFrame, pair: str, metric: str, judge, accuracies: 
     return pd.DataFrame(systems), positive_labels, negative_labels
 
 
-def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference: pd.DataFrame, metrics: list[str],
+def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, calibration: pd.DataFrame, metrics: list[str],
                   settings: dict, scoring: dict, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary per pair and metric, one row per mock system)."""
     summary, system_rows = [], []
@@ -63,7 +63,7 @@ def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference
         for metric in metrics:
             systems, on_positives, on_negatives = mock_systems(
                 gold, pair, metric, judges[metric], settings["accuracies"], settings["items"], seed)
-            ref, scope = reference_for(reference, pair, metric)
+            ref, scope = calibration_for(calibration, pair, metric)
             for system in systems.itertuples():
                 every_item = np.ones(len(system.labels), dtype=bool)
                 estimate = stratum_estimate(ref, metric, system.labels, every_item, scoring)
@@ -88,7 +88,7 @@ def meta_evaluate(gold_by_pair: dict[str, pd.DataFrame], judges: dict, reference
                 "estimable": bool(rows["estimable"].all()),
                 "mean_ci_width": float((rows["ci_high"] - rows["ci_low"]).mean()),
                 "ci_coverage": float(rows["covered"].mean()),
-                "n_reference": int(rows["n_reference"].iloc[0]), "reference_scope": scope,
+                "n_calibration": int(rows["n_calibration"].iloc[0]), "calibration_scope": scope,
             })
     return pd.DataFrame(summary), pd.DataFrame(system_rows)
 

@@ -1,14 +1,14 @@
 """Prediction-powered inference (``ppi_py``) for a RAG system's score on one metric.
 
-The judge labels every answer of the system (unlabelled, N) and the reference set (labelled, n,
+The judge labels every answer of the system (unlabelled, N) and the calibration set (labelled, n,
 with human labels Y and judge labels Yhat). PPI's estimate is mean(Yhat_unlabelled) minus the
-judge's bias measured on the reference set, mean(Yhat - Y); its interval accounts for both
+judge's bias measured on the calibration set, mean(Yhat - Y); its interval accounts for both
 samples. ``ppi_py`` defaults to alpha=0.1 (90%), so alpha is always passed explicitly.
 
-PPI is valid only when the reference items are a random sample of the items being scored (a
-labelled sample of the system's own answers). A reference set built 50/50 per class is not: a
+PPI is valid only when the calibration items are a random sample of the items being scored (a
+labelled sample of the system's own answers). A calibration set built 50/50 per class is not: a
 judge whose errors differ by class then pulls every score toward 0.5 (ARES has this flaw). For
-such reference sets use ``polyrag.mars.rogan_gladen``.
+such calibration sets use ``polyrag.mars.rogan_gladen``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def ppi_estimate(labels: np.ndarray, predictions: np.ndarray, unlabelled_predict
     low, high = (float(np.ravel(v)[0]) for v in ppi_mean_ci(Y, Yhat, Yhat_unlabelled, alpha=alpha, lam=lam))
     return Estimate(value=float(np.ravel(ppi_mean_pointestimate(Y, Yhat, Yhat_unlabelled, lam=lam))[0]),
                     low=low, high=high, estimator="ppi",
-                    judge_positive_rate=float(Yhat_unlabelled.mean()), n_reference=len(Y),
+                    judge_positive_rate=float(Yhat_unlabelled.mean()), n_calibration=len(Y),
                     n_answers=len(Yhat_unlabelled))
 
 

@@ -1,32 +1,32 @@
 """A system's score from a judge's positive rate, corrected by the judge's confusion matrix
-(Rogan & Gladen 1978), for reference sets whose class balance differs from the system's.
+(Rogan & Gladen 1978), for calibration sets whose class balance differs from the system's.
 
-MARS's reference (gold) set is built 50% positive and 50% negative; a system's answers are, say,
-80% positive. PPI subtracts the judge's mean error on the reference set, which is the right
-correction only when the reference items are a random sample of the scored ones: with
+MARS's calibration (gold) set is built 50% positive and 50% negative; a system's answers are, say,
+80% positive. PPI subtracts the judge's mean error on the calibration set, which is the right
+correction only when the calibration items are a random sample of the scored ones: with
 class-dependent errors it converges to ``pi + (0.5 - pi)(FPR + FNR)``, pulled toward 0.5. Rates
 conditional on the class do not depend on the balance: estimate the judge's true-positive rate
-TPR (on reference positives) and false-positive rate FPR (on reference negatives), and invert
+TPR (on calibration positives) and false-positive rate FPR (on calibration negatives), and invert
 ``q = FPR + pi (TPR - FPR)``, where q is the judge's positive rate on the system's answers:
 
     score = (q - FPR) / (TPR - FPR)
 
-The assumption is that the judge errs at the same class-conditional rates on the reference items
+The assumption is that the judge errs at the same class-conditional rates on the calibration items
 as on the system's answers (transportability), which PPI also needs and more.
 
 The interval is Fieller's for this ratio: the scores theta0 whose linear contrast
 ``q - FPR - theta0 (TPR - FPR)`` is within z standard errors of 0, its variance summed over three
-independent binomial samples (q over the N answers, TPR over the n1 reference positives, FPR over
+independent binomial samples (q over the N answers, TPR over the n1 calibration positives, FPR over
 the n0 negatives):
 
     (q - FPR - theta0 (TPR - FPR))^2 <= z^2 [q(1-q)/N + theta0^2 TPR(1-TPR)/n1 + (1-theta0)^2 FPR(1-FPR)/n0]
 
 a quadratic in theta0. Unlike the delta method it keeps the ratio's skew (the interval is not
 symmetric when TPR - FPR is uncertain). TPR and FPR in the variance are smoothed by one
-pseudo-count of each class (``SMOOTHING``), so that a reference set where the judge made no error
+pseudo-count of each class (``SMOOTHING``), so that a calibration set where the judge made no error
 still carries the uncertainty of its size (0 of 50 has a variance, not none). The coverage
 benchmark (``benchmarks/bench_coverage.py``) measures 0.93-0.97 over class balances 0.5-0.95,
-asymmetric judge errors and 50-300 reference items per class; the delta method undercovered
+asymmetric judge errors and 50-300 calibration items per class; the delta method undercovered
 (0.90) with a near-perfect judge on 50 items per class, plain Fieller too (0.90).
 
 The quadratic's leading coefficient is ``(TPR - FPR)^2 - z^2 (var TPR + var FPR)``: when it is
@@ -51,7 +51,7 @@ def smoothed_rate(hits: float, total: int) -> float:
 def rogan_gladen_estimate(labels: np.ndarray, predictions: np.ndarray, unlabelled_predictions: np.ndarray, *,
                           alpha: float) -> Estimate:
     """The corrected share of positives among the unlabelled items, from the judge's 0/1
-    ``predictions`` of reference items with 0/1 ``labels`` and its 0/1 labels of the system's items."""
+    ``predictions`` of calibration items with 0/1 ``labels`` and its 0/1 labels of the system's items."""
     Y = np.asarray(labels, dtype=float)
     Yhat = np.asarray(predictions, dtype=float)
     judged = np.asarray(unlabelled_predictions, dtype=float)
@@ -60,7 +60,7 @@ def rogan_gladen_estimate(labels: np.ndarray, predictions: np.ndarray, unlabelle
     positives, negatives = Y == 1, Y == 0
     n1, n0, N = int(positives.sum()), int(negatives.sum()), len(judged)
     q = float(judged.mean())
-    common = dict(estimator="rogan_gladen", judge_positive_rate=q, n_reference=len(Y), n_answers=N)
+    common = dict(estimator="rogan_gladen", judge_positive_rate=q, n_calibration=len(Y), n_answers=N)
     unknown = dict(value=0.0, low=0.0, high=0.0, unknown_weight=1.0)
     if n1 == 0 or n0 == 0:  # no class-conditional rate without both classes
         return Estimate(**unknown, **common)

@@ -1,19 +1,19 @@
 """MARS scores of one RAG system: its answers labelled by the trained judges, corrected with the
-reference set: by the judge's confusion matrix (``rogan_gladen``, the default, valid whatever the
-reference set's class balance) or by PPI (``ppi``, valid only when the reference rows are a
+calibration set: by the judge's confusion matrix (``rogan_gladen``, the default, valid whatever the
+calibration set's class balance) or by PPI (``ppi``, valid only when the calibration rows are a
 random sample of the system's own answers). ``estimator`` names which one each row used.
 
 Each answer becomes a (Query, Document, Answer) item: the passages it cites (all its passages
 when it cites none), and the answer with its citations removed. A question without a parsed
 answer scores 0 on the answer-based metrics (AR, AF, LC): no answer is neither relevant,
 faithful nor in the right language. It is not judged: the correction applies to the judge's labels
-of the answered items (the reference set holds no unanswered item to measure an error on), and the
+of the answered items (the calibration set holds no unanswered item to measure an error on), and the
 estimate and its interval are scaled by the share answered. Such questions are counted in
 ``n_missing_answers``.
 
 The pooled ``all`` row is stratified over the system's own language keys, each corrected with
-its own pair's reference rows and weighted by its share of the system's questions; per-key
-estimates are independent (disjoint answers and reference rows), so their variances add.
+its own pair's calibration rows and weighted by its share of the system's questions; per-key
+estimates are independent (disjoint answers and calibration rows), so their variances add.
 """
 
 from __future__ import annotations
@@ -57,44 +57,44 @@ def judge_labels(items: pd.DataFrame, judges: dict, metrics: list[str]) -> dict[
     return labels
 
 
-def reference_for(reference: pd.DataFrame, pair: str, metric: str) -> tuple[pd.DataFrame, str]:
-    """The reference rows labelled for ``metric`` in ``pair``, or in every pair when it has none."""
+def calibration_for(calibration: pd.DataFrame, pair: str, metric: str) -> tuple[pd.DataFrame, str]:
+    """The calibration rows labelled for ``metric`` in ``pair``, or in every pair when it has none."""
     column = LABEL_COLUMNS[metric]
     passage_lang, question_lang = split_pair(pair)
-    labelled = reference[reference[column].notna()]
+    labelled = calibration[calibration[column].notna()]
     own = labelled[(labelled["doc_lang"] == passage_lang) & (labelled["qa_lang"] == question_lang)]
     return (own, "pair") if len(own) else (labelled, "all pairs")
 
 
 def corrected_estimate(labels: np.ndarray, predictions: np.ndarray, judged: np.ndarray, scoring: dict) -> Estimate:
-    """The judge's labels ``judged`` of a system's items corrected by its reference labels, with
+    """The judge's labels ``judged`` of a system's items corrected by its calibration labels, with
     the estimator ``scoring["estimator"]`` names."""
     if scoring["estimator"] == "ppi":
         return ppi_estimate(labels, predictions, judged, alpha=scoring["alpha"], power_tuning=scoring["power_tuning"])
     return rogan_gladen_estimate(labels, predictions, judged, alpha=scoring["alpha"])
 
 
-def stratum_estimate(reference: pd.DataFrame, metric: str, judged: np.ndarray, usable: np.ndarray,
+def stratum_estimate(calibration: pd.DataFrame, metric: str, judged: np.ndarray, usable: np.ndarray,
                      scoring: dict) -> Estimate:
     """The corrected score over the items the judge read, as a share of all items: an unanswered
-    question is not judged (the reference set has no such item to correct its label with) and
+    question is not judged (the calibration set has no such item to correct its label with) and
     counts 0."""
-    Y = reference[LABEL_COLUMNS[metric]].to_numpy(dtype=float)
-    Yhat = binary(reference[f"prediction_{metric}"])
+    Y = calibration[LABEL_COLUMNS[metric]].to_numpy(dtype=float)
+    Yhat = binary(calibration[f"prediction_{metric}"])
     # With no item judged the score is 0 exactly: any stand-in works, the scaling by 0 removes it.
     observed = judged if len(judged) else np.zeros(1)
     return scaled(corrected_estimate(Y, Yhat, observed, scoring), float(usable.mean()), len(usable))
 
 
-def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame, judges: dict, metrics: list[str],
+def model_scores(items_by_lang: dict[str, pd.DataFrame], calibration: pd.DataFrame, judges: dict, metrics: list[str],
                  scoring: dict) -> pd.DataFrame:
     """Rows per (language key, metric), then ``all``: the pooled score over the system's own
     language keys, each weighted by its share of the system's questions (stratified: every key is
-    corrected with its own reference rows only).
+    corrected with its own calibration rows only).
 
-    ``reference`` carries the judges' probabilities in ``prediction_{metric}`` columns.
+    ``calibration`` carries the judges' probabilities in ``prediction_{metric}`` columns.
     """
-    reference = reference.reset_index(drop=True)
+    calibration = calibration.reset_index(drop=True)
     rows = []
     strata: dict[str, list[tuple[Estimate, pd.Index]]] = {m: [] for m in metrics}
     missing = {lang: int(items["Answer"].isna().sum()) for lang, items in items_by_lang.items()}
@@ -102,7 +102,7 @@ def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame
         labels = judge_labels(items, judges, metrics)
         pair = pair_of_language_key(lang)
         for metric in metrics:
-            ref, scope = reference_for(reference, pair, metric)
+            ref, scope = calibration_for(calibration, pair, metric)
             estimate = stratum_estimate(ref, metric, *labels[metric], scoring)
             strata[metric].append((estimate, ref.index))
             rows.append(score_row(lang, metric, estimate, scope, missing[lang]))
@@ -110,13 +110,13 @@ def model_scores(items_by_lang: dict[str, pd.DataFrame], reference: pd.DataFrame
         estimates, indexes = zip(*strata[metric])
         sizes = np.array([e.n_answers for e in estimates], dtype=float)
         used = indexes[0].append(list(indexes[1:])) if len(indexes) > 1 else indexes[0]
-        independent = not used.has_duplicates  # no reference row serves two strata
-        estimate = pooled(estimates, sizes / sizes.sum(), independent, n_reference=used.nunique())
-        scope = "pairs scored" if independent else "pairs scored, shared reference rows (conservative interval)"
+        independent = not used.has_duplicates  # no calibration row serves two strata
+        estimate = pooled(estimates, sizes / sizes.sum(), independent, n_calibration=used.nunique())
+        scope = "pairs scored" if independent else "pairs scored, shared calibration rows (conservative interval)"
         rows.append(score_row("all", metric, estimate, scope, sum(missing.values())))
     return pd.DataFrame(rows)
 
 
 def score_row(lang: str, metric: str, estimate: Estimate, scope: str, missing: int) -> dict:
     return {"lang": lang, "metric": metric, **interval_columns(estimate), "n_missing_answers": missing,
-            "reference_scope": scope}
+            "calibration_scope": scope}

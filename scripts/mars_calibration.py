@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule mars_reference: results/mars/reference.parquet."""
+"""Snakemake entry point of rule mars_calibration: results/mars/calibration.parquet."""
 
 import logging
 
@@ -7,23 +7,23 @@ import pandas as pd
 from polyrag.data.records import read_questions
 from polyrag.logs import run_logged
 from polyrag.mars.negatives import label_counts
-from polyrag.mars.reference import (cap_per_pair, reference_from_gold, reference_from_memerag, reference_from_tsv,
+from polyrag.mars.calibration import (cap_per_pair, calibration_from_gold, calibration_from_memerag, calibration_from_tsv,
                                     require_labels, without_evaluated_questions)
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    settings = sm.params.reference
+    settings = sm.params.calibration
     source = settings["source"]
     if source == "gold":
-        table = reference_from_gold({path.rsplit("/", 1)[-1].removesuffix(".parquet"): pd.read_parquet(path)
+        table = calibration_from_gold({path.rsplit("/", 1)[-1].removesuffix(".parquet"): pd.read_parquet(path)
                                      for path in sm.input.sources}, sm.params.seed)
-        where = "XQuAD gold reference set"
+        where = "XQuAD gold calibration set"
     elif source == "tsv":
-        table, where = reference_from_tsv(settings["path"]), settings["path"]
+        table, where = calibration_from_tsv(settings["path"]), settings["path"]
     else:
-        table = reference_from_memerag(pd.concat([pd.read_parquet(p) for p in sm.input.sources], ignore_index=True))
-        where = "MEMERAG reference set"
+        table = calibration_from_memerag(pd.concat([pd.read_parquet(p) for p in sm.input.sources], ignore_index=True))
+        where = "MEMERAG calibration set"
     evaluated = {r["query"].strip() for path in sm.input.evaluated for r in read_questions(path)}
     table = without_evaluated_questions(table, evaluated, where)
     require_labels(table, sm.params.metrics, where)

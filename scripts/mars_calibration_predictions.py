@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule mars_reference_predictions: each judge's P(label 1) on the reference set."""
+"""Snakemake entry point of rule mars_calibration_predictions: each judge's P(label 1) on the calibration set."""
 
 import pandas as pd
 
@@ -8,11 +8,11 @@ from polyrag.mars.judges import load_judges
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    reference = pd.read_parquet(sm.input.reference)
+    calibration = pd.read_parquet(sm.input.calibration)
     judges = load_judges(sm.params.metrics, sm.input.judges, sm.params.judge, sm.params.cache_dir)
     for metric, judge in judges.items():
-        reference[f"prediction_{metric}"] = judge.predict_proba(reference)
-    reference.to_parquet(sm.output[0], index=False)
+        calibration[f"prediction_{metric}"] = judge.predict_proba(calibration)
+    calibration.to_parquet(sm.output[0], index=False)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

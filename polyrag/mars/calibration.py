@@ -1,4 +1,4 @@
-"""The human reference set that PPI rectifies the judges with (PPI's labelled data only: the
+"""The human calibration set that PPI rectifies the judges with (PPI's labelled data only: the
 judges choose their epoch on held-out synthetic questions, ``judges.early_stopping_split``).
 
 Sources:
@@ -25,19 +25,22 @@ from polyrag.seeds import rng_for
 
 log = logging.getLogger(__name__)
 
+# Seed keys from when this was called the reference set: kept, so the same config draws the same rows.
+CAP_SEED_KEY, NEGATIVES_SEED_KEY = "reference-cap", "reference"
+
 
 def cap_per_pair(table: pd.DataFrame, max_size: int, seed: int) -> pd.DataFrame:
     parts = []
     for (doc_lang, qa_lang), rows in table.groupby(["doc_lang", "qa_lang"], sort=True):
         if len(rows) > max_size:
-            keep = rng_for(seed, "mars", "reference-cap", doc_lang, qa_lang).choice(len(rows), max_size, replace=False)
+            keep = rng_for(seed, "mars", CAP_SEED_KEY, doc_lang, qa_lang).choice(len(rows), max_size, replace=False)
             rows = rows.iloc[sorted(keep)]
         parts.append(rows)
     return pd.concat(parts, ignore_index=True)
 
 
 def without_evaluated_questions(table: pd.DataFrame, evaluated: set[str], source: str) -> pd.DataFrame:
-    """PPI needs the reference set apart from the answers it corrects: rows asking a question the
+    """PPI needs the calibration set apart from the answers it corrects: rows asking a question the
     workflow evaluates are dropped (and counted in the log)."""
     overlap = table["Query"].str.strip().isin(evaluated)
     if overlap.any():
@@ -50,32 +53,32 @@ def require_labels(table: pd.DataFrame, metrics: list[str], source: str) -> None
     for metric in metrics:
         column = LABEL_COLUMNS[metric]
         if column not in table.columns or table[column].notna().sum() == 0:
-            raise DataError(f"{source}: the reference set has no {column} labels, which metric {metric!r} needs "
-                            "(drop it from mars.metrics or use a reference set that labels it)")
+            raise DataError(f"{source}: the calibration set has no {column} labels, which metric {metric!r} needs "
+                            "(drop it from mars.metrics or use a calibration set that labels it)")
 
 
-def reference_from_gold(gold_by_pair: dict[str, pd.DataFrame], seed: int) -> pd.DataFrame:
+def calibration_from_gold(gold_by_pair: dict[str, pd.DataFrame], seed: int) -> pd.DataFrame:
     parts = []
     for pair, gold in sorted(gold_by_pair.items()):
-        rows = gold[gold["role"] == "reference"].reset_index(drop=True)
+        rows = gold[gold["role"] == "calibration"].reset_index(drop=True)
         if len(rows) < 2:
-            raise DataError(f"XQuAD pair {pair}: {len(rows)} reference questions left after the exclusions")
+            raise DataError(f"XQuAD pair {pair}: {len(rows)} calibration questions left after the exclusions")
         pool = gold.loc[gold["role"] != "few_shot", "Document"].unique().tolist()
-        table, dropped = with_negatives(rows, rng_for(seed, "mars", "reference", pair), passage_pool=pool)
-        log.info("XQuAD pair %s: %d reference questions; LC negatives dropped (and their positives' LC labels): %s",
+        table, dropped = with_negatives(rows, rng_for(seed, "mars", NEGATIVES_SEED_KEY, pair), passage_pool=pool)
+        log.info("XQuAD pair %s: %d calibration questions; LC negatives dropped (and their positives' LC labels): %s",
                  pair, len(rows), dropped)
         parts.append(table)
     return pd.concat(parts, ignore_index=True)
 
 
-def reference_from_tsv(path: str) -> pd.DataFrame:
+def calibration_from_tsv(path: str) -> pd.DataFrame:
     try:
         table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError) as error:
-        raise DataError(f"{path}: cannot read the reference TSV ({error})") from None
+        raise DataError(f"{path}: cannot read the calibration TSV ({error})") from None
     missing = [c for c in (*TEXT_COLUMNS, "doc_lang", "qa_lang") if c not in table.columns]
     if missing:
-        raise DataError(f"{path}: reference TSV has no column {missing[0]!r}")
+        raise DataError(f"{path}: calibration TSV has no column {missing[0]!r}")
     out = table[[*TEXT_COLUMNS, "doc_lang", "qa_lang"]].copy()
     for column in LABEL_COLUMNS.values():
         if column in table.columns:
@@ -86,7 +89,7 @@ def reference_from_tsv(path: str) -> pd.DataFrame:
     return out[COLUMNS]
 
 
-def reference_from_memerag(sentences: pd.DataFrame) -> pd.DataFrame:
+def calibration_from_memerag(sentences: pd.DataFrame) -> pd.DataFrame:
     """One row per MEMERAG answer: its sentences joined, the passages joined, answer-level labels."""
     rows = []
     for (lang, query_id), group in sentences.groupby(["lang", "query_id"], sort=True):
