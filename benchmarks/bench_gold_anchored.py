@@ -1,0 +1,158 @@
+"""Coverage of the gold-anchored arena (polyrag/arena/gold_anchored.py) on simulated arenas.
+
+Each arena: 8 models, 200 questions, every pair on every question (5,600 units). Model i's
+strength on question q is ``theta_i + e_qi`` (``e`` ~ N(0, 0.5^2): questions favour models
+differently, so the units of a question are correlated). The gold labeller ties 10% of units and
+otherwise picks model a with probability ``sigmoid(strength_a - strength_b)``. The LLM judge
+sees each unit in both orders; in each order it copies the gold verdict 75% of the time and
+otherwise prefers the favoured model (model 1) when it is in the pair, else the answer shown
+first; 5% of its verdicts are invalid. A useless judge always prefers the first answer.
+
+The estimand is the Bradley-Terry fit to the gold labels of the whole population of questions
+(soft labels, ties as 0.5): the logits minimising the expected logistic loss over pairs, whose
+expected label is ``0.05 + 0.9 E[sigmoid(theta_a - theta_b + e_a - e_b)]`` (Gauss-Hermite).
+
+Per budget of n gold labels (a uniform sample of units) and seed, each method's 95% intervals of
+the centred logits and its joint rank-sets are checked against the truth. Columns: marginal
+coverage (over models and seeds), joint rank-set coverage (every model's true rank inside its
+rank-set, per arena), mean interval width, mean n_eff / n and mean lambda.
+
+    python benchmarks/bench_gold_anchored.py --seeds 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from polyrag.arena.gold_anchored import (anchored_fit, centred, centring, design, effective_labels, gradients,  # noqa: E402
+                                         hessian, meat, normal_interval, rank_sets, Fit)
+
+MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
+COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1
+SCENARIOS = {"spread": np.linspace(-1.0, 1.0, MODELS), "close": np.linspace(-0.35, 0.35, MODELS)}
+BUDGETS = (50, 100, 200, 400)
+PAIRS = np.array(list(combinations(range(MODELS), 2)))
+
+
+def true_logits(theta: np.ndarray) -> np.ndarray:
+    """The population BT fit to the gold labels (module docstring)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    difference_sd = QUESTION_SD * np.sqrt(2)
+    d = theta[PAIRS[:, 0]] - theta[PAIRS[:, 1]]
+    expected = (expit(d[:, None] + difference_sd * nodes[None, :]) * weights).sum(axis=1) / weights.sum()
+    label = TIE_RATE / 2 + (1 - TIE_RATE) * expected
+    x = design(PAIRS, MODELS)
+    estimate, _, _, _ = anchored_fit(x, label, label, np.zeros((0, x.shape[1])), np.zeros(0), 0.0)
+    return centred(estimate, np.zeros((x.shape[1],) * 2), MODELS, 0, 0.0, True).logit
+
+
+def arena(theta: np.ndarray, judge: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """Units (pairs, questions), their gold labels and the judge's values."""
+    strength = theta[None, :] + QUESTION_SD * rng.standard_normal((QUESTIONS, MODELS))
+    pairs = np.tile(PAIRS, (QUESTIONS, 1))
+    questions = np.repeat(np.arange(QUESTIONS), len(PAIRS))
+    p_a = expit(strength[questions, pairs[:, 0]] - strength[questions, pairs[:, 1]])
+    gold = np.where(rng.random(len(pairs)) < TIE_RATE, 0.5, (rng.random(len(pairs)) < p_a).astype(float))
+    scores = []
+    for a_first in (True, False):  # the two orders
+        if judge == "useless":
+            score = np.full(len(pairs), 1.0 if a_first else 0.0)
+        else:
+            favoured = np.where(pairs[:, 0] == FAVOURED, 1.0, np.where(pairs[:, 1] == FAVOURED, 0.0, np.nan))
+            fallback = np.where(np.isnan(favoured), 1.0 if a_first else 0.0, favoured)
+            score = np.where(rng.random(len(pairs)) < COPY_RATE, gold, fallback)
+        scores.append(np.where(rng.random(len(pairs)) < INVALID_RATE, np.nan, score))
+    both = np.column_stack(scores)
+    valid = (~np.isnan(both)).sum(axis=1)
+    value = np.where(valid == 0, 0.5, np.nansum(both, axis=1) / np.maximum(valid, 1))
+    return pairs, questions, gold, value
+
+
+def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
+    low, high = normal_interval(fit)
+    best, worst = rank_sets(fit)
+    return {"covered": float(((low <= truth) & (truth <= high)).mean()),
+            "joint_ranks": float(((best <= true_rank) & (true_rank <= worst)).all()),
+            "width": float(np.mean(high - low)) if fit.converged else np.inf,
+            "diverged": float(not fit.converged)}
+
+
+def one_seed(args: tuple) -> list[dict]:
+    scenario, judge, seed = args
+    theta = SCENARIOS[scenario]
+    truth = true_logits(theta)
+    true_rank = pd.Series(-truth).rank(method="min").to_numpy()
+    rng = np.random.default_rng([seed, len(scenario), judge == "useless"])
+    pairs, questions, gold, value = arena(theta, judge, rng)
+    x = design(pairs, MODELS)
+    rows = []
+    if judge == "biased":  # the judge alone needs no labels: one row per arena
+        empty = np.zeros((0, x.shape[1]))
+        estimate, cov, _, ok = anchored_fit(x, value, value, empty, np.zeros(0), 0.0, questions, np.zeros(0))
+        rows.append({"method": "judge-only BT", "budget": 0,
+                     **check(centred(estimate, cov, MODELS, 0, 0.0, ok), truth, true_rank)})
+    for budget in BUDGETS:
+        labelled = np.zeros(len(pairs), bool)
+        labelled[rng.choice(len(pairs), budget, replace=False)] = True
+        data = (x[labelled], gold[labelled], value[labelled], x[~labelled], value[~labelled])
+        clusters = (questions[labelled], questions[~labelled])
+        for method, lam, clustered in (("gold-only BT", 0.0, True), ("PPI", 1.0, True), ("PPI++", None, True),
+                                       ("PPI++ unclustered", None, False)):
+            estimate, cov, lam_used, ok = anchored_fit(*data, lam, *(clusters if clustered else (None, None)),
+                                                       reported=centring(MODELS, 0))
+            fit = centred(estimate, cov, MODELS, 0, lam_used, ok)
+            row = {"method": method, "budget": budget, "lambda": lam_used, **check(fit, truth, true_rank)}
+            if method == "PPI++":
+                inverse_hessian = np.linalg.pinv(hessian(estimate, x))
+                g = gradients(estimate, x[labelled], gold[labelled])
+                gold_cov = inverse_hessian @ meat([(g, 1.0)], [questions[labelled]]) @ inverse_hessian
+                gold_fit = centred(estimate, gold_cov, MODELS, 0, 0.0, ok)
+                row["n_eff_over_n"] = float(np.nanmean(effective_labels(fit, gold_fit, budget)) / budget)
+            rows.append(row)
+    return [{"scenario": scenario, "judge": judge, "seed": seed, **row} for row in rows]
+
+
+def run(seeds: int, workers: int, settings=(("spread", "biased"), ("close", "biased"), ("spread", "useless"))) -> pd.DataFrame:
+    jobs = [(scenario, judge, seed) for scenario, judge in settings for seed in range(seeds)]
+    with ProcessPoolExecutor(workers) as pool:
+        rows = [row for chunk in pool.map(one_seed, jobs, chunksize=8) for row in chunk]
+    return pd.DataFrame(rows)
+
+
+def summary(raw: pd.DataFrame) -> pd.DataFrame:
+    table = raw.groupby(["scenario", "judge", "method", "budget"], sort=False).agg(
+        coverage=("covered", "mean"), joint_rank_coverage=("joint_ranks", "mean"),
+        width=("width", lambda w: w[np.isfinite(w)].mean()), diverged=("diverged", "mean"),
+        n_eff_over_n=("n_eff_over_n", "mean") if "n_eff_over_n" in raw else ("covered", "size"),
+        lam=("lambda", "mean"), seeds=("seed", "nunique")).reset_index()
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", default=None, help="CSV of the summary table")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    table = summary(run(args.seeds, args.workers))
+    pd.set_option("display.width", 200)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\n{args.seeds} seeds per setting, {time.perf_counter() - start:.0f} s on {args.workers} workers")
+    if args.out:
+        table.to_csv(args.out, index=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Gold labels for the gold-anchored arena: a seeded sample of units, the annotation files, and
+the import of what annotators filled in.
+
+The round trip, per language:
+
+1. ``sample_units``: a uniform random sample of the judge's units (a count or a share), each with
+   its left/right order drawn at random; the key (which model is left) stays in ``key.csv``.
+2. ``task_rows`` -> ``tasks.csv`` / ``tasks.jsonl`` (columns ``unit_id, question, passages,
+   answer_left, answer_right, label``) and ``label_studio.json`` + ``label_studio.xml`` (choices
+   Left better / Right better / Tie / Can't judge). No model name is in a task.
+3. ``read_filled`` reads a filled file in any of those forms (a Label Studio JSON export too);
+   ``gold_labels`` joins it to the key: gold value 1 / 0.5 / 0 for the unit's model_a.
+   "Can't judge" and unlabelled units are counted and reported, never dropped silently; an unknown
+   ``unit_id``, a repeated one or an unknown label is refused, naming the file and row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from math import floor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from polyrag.errors import DataError
+from polyrag.seeds import rng_for
+
+log = logging.getLogger(__name__)
+
+LABELS = ("left", "right", "tie", "cant_judge")
+#: Label Studio's choice names, in the order of ``LABELS``
+CHOICES = ("Left better", "Right better", "Tie", "Can't judge")
+TASK_COLUMNS = ["unit_id", "question", "passages", "answer_left", "answer_right", "label"]
+KEY_COLUMNS = ["unit_id", "lang", "query_id", "model_a", "model_b", "model_left", "model_right"]
+
+LABEL_STUDIO_CONFIG = """<View>
+  <Header value="Question"/>
+  <Text name="question" value="$question"/>
+  <Header value="Passages"/>
+  <Text name="passages" value="$passages"/>
+  <Header value="Left answer"/>
+  <Text name="answer_left" value="$answer_left"/>
+  <Header value="Right answer"/>
+  <Text name="answer_right" value="$answer_right"/>
+  <Choices name="preference" toName="question" choice="single" required="true">
+    <Choice value="Left better"/>
+    <Choice value="Right better"/>
+    <Choice value="Tie"/>
+    <Choice value="Can't judge"/>
+  </Choices>
+</View>
+"""
+
+
+def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = None,
+                 share: float | None = None) -> pd.DataFrame:
+    """The key of a uniform random sample of ``units`` (``polyrag.arena.units.judge_units``)."""
+    population = units.sort_values("unit_id", ignore_index=True)
+    size = count if count is not None else floor(share * len(population))
+    if size > len(population):
+        raise DataError(f"arena.gold.sample: {size} units asked in {lang!r}, which has {len(population)}")
+    rng = rng_for(seed, "gold-sample", lang)
+    chosen = population.iloc[np.sort(rng.choice(len(population), size, replace=False))].reset_index(drop=True)
+    swap = rng.random(size) < 0.5
+    chosen["model_left"] = np.where(swap, chosen["model_b"], chosen["model_a"])
+    chosen["model_right"] = np.where(swap, chosen["model_a"], chosen["model_b"])
+    return chosen[KEY_COLUMNS]
+
+
+def passages_text(passages) -> str:
+    return "\n\n".join(f"[{p['docid']}] {p['title']}\n{p['text']}" if p.get("title") else f"[{p['docid']}] {p['text']}"
+                       for p in passages)
+
+
+def task_rows(key: pd.DataFrame, questions: pd.DataFrame, answers: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The annotation task of every sampled unit (``answers``: model -> its answers file)."""
+    by_query = questions.assign(query_id=questions["query_id"].astype(str)).set_index("query_id")
+    text = {model: frame.assign(query_id=frame["query_id"].astype(str)).set_index("query_id")["answer"]
+            for model, frame in answers.items()}
+    def shown(model: str, query_id: str) -> str:
+        # an answer that could not be parsed is shown as such: it is part of the comparison
+        answer = text[model].get(query_id)
+        return "(no answer)" if answer is None or pd.isna(answer) or not str(answer).strip() else str(answer)
+
+    rows = []
+    for unit in key.itertuples(index=False):
+        record = by_query.loc[unit.query_id]
+        rows.append({"unit_id": unit.unit_id, "question": record["query"],
+                     "passages": passages_text(record["passages"]),
+                     "answer_left": shown(unit.model_left, unit.query_id),
+                     "answer_right": shown(unit.model_right, unit.query_id),
+                     "label": ""})
+    return pd.DataFrame(rows, columns=TASK_COLUMNS)
+
+
+def write_tasks(tasks: pd.DataFrame, csv_path: str, jsonl_path: str, label_studio_path: str,
+                label_studio_config_path: str) -> None:
+    tasks.to_csv(csv_path, index=False)
+    with open(jsonl_path, "w", encoding="utf-8") as handle:
+        for record in tasks.to_dict(orient="records"):
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    data = tasks.drop(columns="label").to_dict(orient="records")
+    Path(label_studio_path).write_text(json.dumps([{"data": record} for record in data], ensure_ascii=False,
+                                                  indent=1), encoding="utf-8")
+    Path(label_studio_config_path).write_text(LABEL_STUDIO_CONFIG, encoding="utf-8")
+
+
+def normalised_label(value, where: str) -> str | None:
+    """One of ``LABELS`` from an annotator's cell (a label or a Label Studio choice); None if empty."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
+        return None
+    text = str(value).strip()
+    if text in CHOICES:
+        return LABELS[CHOICES.index(text)]
+    lowered = text.lower().replace("'", "").replace(" ", "_").replace("-", "_")
+    if lowered in LABELS:
+        return lowered
+    raise DataError(f"{where}: label {text!r} is not one of {list(LABELS)} or {list(CHOICES)}")
+
+
+def label_studio_rows(records: list, path: str) -> list[dict]:
+    rows = []
+    for number, task in enumerate(records):
+        where = f"{path}: task {number}"
+        if not isinstance(task, dict) or "unit_id" not in task.get("data", {}):
+            raise DataError(f"{where}: a Label Studio task needs data.unit_id")
+        choices = [result["value"]["choices"] for annotation in task.get("annotations", [])
+                   if not annotation.get("was_cancelled") for result in annotation.get("result", [])
+                   if result.get("type") == "choices"]
+        if len(choices) > 1:
+            raise DataError(f"{where}: {len(choices)} annotations; keep one per unit")
+        rows.append({"unit_id": task["data"]["unit_id"], "label": choices[0][0] if choices else None,
+                     "where": where})
+    return rows
+
+
+def read_filled(path: str) -> pd.DataFrame:
+    """``unit_id, label`` (one of ``LABELS`` or None) from a filled CSV, JSONL or Label Studio export."""
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            records = [{**row, "where": f"{path}: row {i + 2}"} for i, row in enumerate(frame.to_dict("records"))]
+        elif suffix == ".jsonl":
+            records = []
+            for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
+                if line.strip():
+                    try:
+                        records.append({**json.loads(line), "where": f"{path}: line {i + 1}"})
+                    except json.JSONDecodeError as error:
+                        raise DataError(f"{path}: line {i + 1}: not JSON ({error.msg})") from None
+        elif suffix == ".json":
+            records = label_studio_rows(json.loads(Path(path).read_text(encoding="utf-8")), path)
+        else:
+            raise DataError(f"{path}: gold labels must be .csv, .jsonl or a Label Studio export (.json)")
+    except (OSError, json.JSONDecodeError, pd.errors.ParserError) as error:
+        raise DataError(f"{path}: cannot read the gold labels ({error})") from None
+    if records and not {"unit_id", "label"} <= set(records[0]):
+        raise DataError(f"{path}: the gold labels need columns unit_id and label")
+    rows = [{"unit_id": str(r["unit_id"]), "label": normalised_label(r.get("label"), r["where"]), "where": r["where"]}
+            for r in records]
+    return pd.DataFrame(rows, columns=["unit_id", "label", "where"])
+
+
+def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.DataFrame, dict]:
+    """The labelled units (``unit_id, lang, query_id, model_a, model_b, gold``) and the counts
+    (``sampled, labelled, ties, cant_judge, missing``), with a warning for every unit not labelled."""
+    known = set(key["unit_id"])
+    unknown = filled[~filled["unit_id"].isin(known)]
+    if len(unknown):
+        row = unknown.iloc[0]
+        raise DataError(f"{row['where']}: unit_id {row['unit_id']!r} is not in the sample (key.csv)")
+    repeated = filled[filled["unit_id"].duplicated()]
+    if len(repeated):
+        row = repeated.iloc[0]
+        raise DataError(f"{row['where']}: unit_id {row['unit_id']!r} is labelled twice")
+    merged = key.merge(filled[["unit_id", "label"]], on="unit_id", how="left")
+    left_is_a = merged["model_left"] == merged["model_a"]
+    left_value = merged["label"].map({"left": 1.0, "right": 0.0, "tie": 0.5})
+    merged["gold"] = left_value.where(left_is_a, 1.0 - left_value)
+    counts = {"sampled": len(key), "labelled": int(merged["gold"].notna().sum()),
+              "ties": int((merged["label"] == "tie").sum()), "cant_judge": int((merged["label"] == "cant_judge").sum()),
+              "missing": int(merged["label"].isna().sum())}
+    if counts["cant_judge"] or counts["missing"]:
+        log.warning("%s: of %d sampled units, %d were judged can't judge and %d have no label: the gold-anchored "
+                    "fit uses the %d labelled ones, a random sample only if those are missing at random",
+                    path, counts["sampled"], counts["cant_judge"], counts["missing"], counts["labelled"])
+    labelled = merged[merged["gold"].notna()]
+    return labelled[["unit_id", "lang", "query_id", "model_a", "model_b", "gold"]].reset_index(drop=True), counts
+
+
+def stand_in_labels(key: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
+    """The filled task file a stand-in labeller would return: the verdict of a judge's game shown
+    in the task's order (left first), ``cant_judge`` where that game is invalid or absent. The
+    demo plays the person with the ``reference`` judge this way (docs/gold_anchored.md)."""
+    shown = games.assign(query_id=games["query_id"].astype(str))
+    winner = shown["model_a"].where(shown["verdict"] == "model_a", shown["model_b"])
+    shown = shown.assign(winner=winner.where(shown["verdict"].isin(["model_a", "model_b"])))
+    index = shown.set_index(["query_id", "shown_first", "model_a", "model_b"])
+    rows = []
+    for unit in key.itertuples(index=False):
+        game = None
+        for model_a, model_b in ((unit.model_a, unit.model_b), (unit.model_b, unit.model_a)):
+            match = (unit.query_id, unit.model_left, model_a, model_b)
+            if match in index.index:
+                game = index.loc[match]
+                game = game.iloc[0] if isinstance(game, pd.DataFrame) else game
+        if game is None or game["verdict"] == "invalid":
+            label = "cant_judge"
+        elif game["verdict"] == "tie":
+            label = "tie"
+        else:
+            label = "left" if game["winner"] == unit.model_left else "right"
+        rows.append({"unit_id": unit.unit_id, "label": label})
+    return pd.DataFrame(rows, columns=["unit_id", "label"])

@@ -1,0 +1,267 @@
+"""The gold-anchored arena: the PPI++ Bradley-Terry estimator against ppi_py and against a plain
+BT fit, its coverage on simulated arenas, units from games, and the annotation round trip."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import ppi_py
+import pytest
+from scipy.stats import norm
+
+from polyrag.arena.bradley_terry import fit_logits
+from polyrag.arena.gold_anchored import (anchored_fit, design, gold_anchored, gold_anchored_table,
+                                         judge_gold_agreement, rank_sets)
+from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
+                                       write_tasks)
+from polyrag.arena.units import judge_units
+from polyrag.errors import DataError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_gold_anchored  # noqa: E402
+
+MODELS = 5
+
+
+def simulated(seed: int, n_units: int = 3000, ties: bool = False):
+    rng = np.random.default_rng(seed)
+    strength = np.linspace(-1, 1, MODELS)
+    pairs = np.array([rng.choice(MODELS, 2, replace=False) for _ in range(n_units)])
+    p = 1 / (1 + np.exp(strength[pairs[:, 1]] - strength[pairs[:, 0]]))
+    y = (rng.random(n_units) < p).astype(float)
+    if ties:
+        y[rng.random(n_units) < 0.1] = 0.5
+    yhat = np.where(rng.random(n_units) < 0.7, y, rng.random(n_units) < 0.5).astype(float)
+    return pairs, y, yhat
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 1.0, None])
+def test_tie_free_intervals_equal_ppi_py(lam):
+    pairs, y, yhat = simulated(0)
+    n = 300
+    x = design(pairs, MODELS)
+    theta, covariance, lam_used, converged = anchored_fit(x[:n], y[:n], yhat[:n], x[n:], yhat[n:], lam)
+    low, high = ppi_py.ppi_logistic_ci(x[:n], y[:n], yhat[:n], x[n:], yhat[n:], alpha=0.05, lam=lam)
+    half = norm.ppf(0.975) * np.sqrt(np.diag(covariance))
+    assert converged
+    assert theta - half == pytest.approx(low, abs=1e-6)
+    assert theta + half == pytest.approx(high, abs=1e-6)
+    if lam is None:
+        assert 0 < lam_used < 1  # a judge right 85% of the time: partly trusted
+    else:
+        assert lam_used == lam
+
+
+def test_lambda_zero_is_the_bradley_terry_fit_of_the_gold_labels_alone():
+    """With ties (soft labels, which ppi_py refuses), the gold-only logits equal polyrag's own BT
+    fit (choix's objective with a vanishing penalty, which only centres the logits) on a win matrix of the labelled units, ties half a win."""
+    pairs, y, yhat = simulated(1, ties=True)
+    labelled = np.zeros(len(pairs), bool)
+    labelled[:400] = True
+    fits = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS)
+    wins = np.zeros((MODELS, MODELS))
+    np.add.at(wins, (pairs[labelled, 0], pairs[labelled, 1]), y[labelled])
+    np.add.at(wins, (pairs[labelled, 1], pairs[labelled, 0]), 1 - y[labelled])
+    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, alpha=1e-10), abs=1e-6)
+    # And the judge-only logits are the same fit of every unit's judge value.
+    judged = np.zeros((MODELS, MODELS))
+    np.add.at(judged, (pairs[:, 0], pairs[:, 1]), yhat)
+    np.add.at(judged, (pairs[:, 1], pairs[:, 0]), 1 - yhat)
+    assert fits["judge_only"].logit == pytest.approx(fit_logits(judged, alpha=1e-10), abs=1e-6)
+
+
+def test_centred_logits_do_not_depend_on_the_anchor():
+    pairs, y, yhat = simulated(2, ties=True)
+    labelled = np.arange(len(pairs)) < 250
+    clusters = np.arange(len(pairs)) // 7
+    first = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=0)["gold_anchored"]
+    other = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=3)["gold_anchored"]
+    assert first.logit.sum() == pytest.approx(0, abs=1e-9)
+    assert other.logit == pytest.approx(first.logit, abs=1e-6)
+    assert other.covariance == pytest.approx(first.covariance, abs=1e-6)
+
+
+def test_rank_sets_order_only_what_the_ellipsoid_separates():
+    """Two far-apart models are ordered; two equal ones are not (a hand-built covariance)."""
+    from polyrag.arena.gold_anchored import Fit
+    fit = Fit(logit=np.array([1.0, -1.0, -0.05, 0.05]), covariance=np.eye(4) * 0.01, lam=0.5, converged=True)
+    best, worst = rank_sets(fit)
+    # bound: chi2(3, 0.95) = 7.81; sd of a difference sqrt(0.02): 0.395 separates, 0.1 does not.
+    assert best.tolist() == [1, 4, 2, 2] and worst.tolist() == [1, 4, 3, 3]
+
+
+@pytest.fixture(scope="module")
+def coverage():
+    """200 seeds of benchmarks/bench_gold_anchored.py at 100 gold labels."""
+    saved = bench_gold_anchored.BUDGETS
+    bench_gold_anchored.BUDGETS = (100,)
+    try:
+        raw = bench_gold_anchored.run(200, workers=2, settings=(("spread", "biased"), ("spread", "useless")))
+    finally:
+        bench_gold_anchored.BUDGETS = saved
+    return bench_gold_anchored.summary(raw).set_index(["judge", "method"])
+
+
+@pytest.mark.slow
+def test_coverage_of_the_gold_anchored_intervals(coverage):
+    """Binomial bands for 200 arenas: a joint coverage of 0.95 falls in 0.95 +- 3 sd (0.046);
+    the marginal one pools 8 models per arena, correlated, so the same band."""
+    biased = coverage.loc["biased"]
+    for method in ("gold-only BT", "PPI++"):
+        assert 0.904 <= biased.loc[method, "coverage"] <= 0.996, method
+        assert 0.904 <= biased.loc[method, "joint_rank_coverage"] <= 1.0, method
+    assert biased.loc["judge-only BT", "coverage"] < 0.5  # the judge's bias is not in its interval
+    assert biased.loc["PPI++", "width"] < biased.loc["gold-only BT", "width"]
+    assert biased.loc["PPI++", "n_eff_over_n"] > 1.2
+    useless = coverage.loc["useless"]
+    assert useless.loc["PPI++", "lam"] < 0.15  # a judge that always says "first" is ignored
+    assert 0.85 <= useless.loc["PPI++", "n_eff_over_n"] <= 1.1
+    assert useless.loc["PPI++", "width"] <= useless.loc["gold-only BT", "width"] * 1.03
+    assert 0.904 <= useless.loc["PPI++", "coverage"] <= 0.996
+
+
+def games_frame(rows):
+    return pd.DataFrame(rows, columns=["query_id", "model_a", "model_b", "shown_first", "verdict"])
+
+
+def test_units_average_the_valid_orders_and_keep_units_without_one():
+    games = games_frame([
+        ("q1", "b", "a", "b", "model_a"), ("q1", "b", "a", "a", "model_a"),  # b wins both orders (sorted: a, b)
+        ("q1", "a", "c", "a", "model_a"), ("q1", "a", "c", "c", "invalid"),  # one valid order: a wins
+        ("q2", "a", "b", "a", "model_a"), ("q2", "a", "b", "b", "model_a"),  # position-consistent: a
+        ("q2", "a", "c", "a", "model_a"), ("q2", "a", "c", "c", "model_b"),  # first shown wins: 0.5
+        ("q2", "b", "c", "b", "invalid"), ("q2", "b", "c", "c", "invalid"),  # no valid order
+        ("q3", "b", "c", "b", "tie"), ("q3", "b", "c", "c", "model_a"),
+    ])
+    units = judge_units(games, "en").set_index(["query_id", "model_a", "model_b"])
+    assert units.loc[("q1", "a", "b"), "judge_value"] == 0.0
+    assert units.loc[("q1", "a", "c"), ["judge_value", "valid_orders"]].tolist() == [1.0, 1]
+    assert units.loc[("q2", "a", "b"), "judge_value"] == 1.0
+    assert units.loc[("q2", "a", "c"), "judge_value"] == 0.5
+    assert units.loc[("q2", "b", "c"), ["judge_value", "valid_orders", "orders"]].tolist() == [0.5, 0, 2]
+    assert units.loc[("q3", "b", "c"), "judge_value"] == 0.75
+    assert len(units) == 6 and units["unit_id"].is_unique
+
+
+@pytest.fixture
+def arena_files():
+    models = ["m1", "m2", "m3"]
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(6)], "query": [f"Question {i}?" for i in range(6)],
+                              "passages": [[{"docid": f"d{i}", "title": "T", "text": f"Passage {i}."}] for i in range(6)]})
+    answers = {m: pd.DataFrame({"query_id": questions["query_id"],
+                                "answer": [f"Answer {i} " + "x" * (k * 5) for i in range(6)]})
+               for k, m in enumerate(models)}
+    answers["m2"].loc[0, "answer"] = None
+    rows = []
+    for q in questions["query_id"]:
+        for a, b in (("m1", "m2"), ("m1", "m3"), ("m2", "m3")):
+            for first in (a, b):
+                rows.append((q, a, b, first, "model_b" if b == "m3" else "model_a"))
+    return models, questions, answers, games_frame(rows)
+
+
+def test_annotation_round_trip(arena_files, tmp_path, caplog):
+    models, questions, answers, games = arena_files
+    units = judge_units(games, "en")
+    key = sample_units(units, "en", seed=7, count=12)
+    assert len(key) == 12 and key["unit_id"].is_unique
+    assert key.equals(sample_units(units, "en", seed=7, count=12))  # seeded
+    assert not key.equals(sample_units(units, "en", seed=8, count=12))
+    assert (key["model_left"] != key["model_a"]).any() and (key["model_left"] == key["model_a"]).any()
+    tasks = task_rows(key, questions, answers)
+    paths = [tmp_path / name for name in ("tasks.csv", "tasks.jsonl", "label_studio.json", "label_studio.xml")]
+    write_tasks(tasks, *map(str, paths))
+    for path in paths[:3]:
+        assert not any(model in path.read_text() for model in models)  # no model name reaches an annotator
+    # The annotator prefers the longer answer, can't judge one unit, leaves one blank.
+    filled = pd.read_csv(paths[0], dtype=str, keep_default_na=False)
+    filled["label"] = np.where(filled["answer_left"].str.len() > filled["answer_right"].str.len(), "left", "Right better")
+    filled.loc[0, "label"], filled.loc[1, "label"], filled.loc[2, "label"] = "Can't judge", "", "tie"
+    filled.to_csv(tmp_path / "filled.csv", index=False)
+    with caplog.at_level(logging.WARNING):
+        labels, counts = gold_labels(read_filled(str(tmp_path / "filled.csv")), key, "filled.csv")
+    assert counts == {"sampled": 12, "labelled": 10, "ties": 1, "cant_judge": 1, "missing": 1}
+    assert "1 were judged can't judge and 1 have no label" in caplog.text
+    length = {m: answers[m].set_index("query_id")["answer"].fillna("(no answer)").str.len() for m in models}
+    for row in labels.iloc[1:].itertuples():  # gold is model_a's score whatever side it was shown on
+        a_longer = length[row.model_a][row.query_id] > length[row.model_b][row.query_id]
+        assert row.gold == (1.0 if a_longer else 0.0)
+    # The same labels as JSONL and as a Label Studio export read the same.
+    records = filled.to_dict("records")
+    (tmp_path / "filled.jsonl").write_text("\n".join(json.dumps({"unit_id": r["unit_id"], "label": r["label"]})
+                                                     for r in records))
+    studio = [{"data": {"unit_id": r["unit_id"]},
+               "annotations": [{"result": [{"type": "choices", "from_name": "preference", "to_name": "question",
+                                            "value": {"choices": [{"left": "Left better", "right": "Right better",
+                                                                   "tie": "Tie"}.get(r["label"], r["label"])]}}]}]
+               if r["label"] else []} for r in records]
+    (tmp_path / "export.json").write_text(json.dumps(studio))
+    for name in ("filled.jsonl", "export.json"):
+        again, again_counts = gold_labels(read_filled(str(tmp_path / name)), key, name)
+        assert again.equals(labels) and again_counts == counts, name
+
+
+def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
+    _, _, _, games = arena_files
+    key = sample_units(judge_units(games, "en"), "en", seed=7, count=4)
+    ids = key["unit_id"].tolist()
+
+    def refused(text, match, name="filled.csv"):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(DataError, match=match):
+            gold_labels(read_filled(str(tmp_path / name)), key, name)
+
+    refused(f"unit_id,label\n{ids[0]},left\nu000000000000,right\n", r"filled.csv: row 3: unit_id 'u000000000000' is not in")
+    refused(f"unit_id,label\n{ids[0]},left\n{ids[0]},right\n", r"row 3: unit_id '.*' is labelled twice")
+    refused(f"unit_id,label\n{ids[0]},better\n", r"filled.csv: row 2: label 'better' is not one of")
+    refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the gold labels need columns unit_id and label")
+    refused('{"unit_id": "x"\n', r"filled.jsonl: line 1: not JSON", name="filled.jsonl")
+    refused("unit_id\tlabel\n", r"filled.tsv: gold labels must be .csv, .jsonl", name="filled.tsv")
+    with pytest.raises(DataError, match=r"arena.gold.sample: 99 units asked in 'en', which has 18"):
+        sample_units(judge_units(games, "en"), "en", seed=7, count=99)
+
+
+def test_stand_in_labeller_reads_the_games_in_the_task_order(arena_files):
+    _, _, _, games = arena_files
+    games = games.copy()
+    games.loc[(games["query_id"] == "q0") & (games["shown_first"] == "m1") & (games["model_b"] == "m2"), "verdict"] = "invalid"
+    key = sample_units(judge_units(games, "en"), "en", seed=3, count=18)
+    filled = stand_in_labels(key, games).merge(key, on="unit_id")
+    for row in filled.itertuples():
+        if row.query_id == "q0" and {row.model_a, row.model_b} == {"m1", "m2"} and row.model_left == "m1":
+            assert row.label == "cant_judge"
+        else:  # m3 always wins; otherwise m1 beats m2
+            winner = "m3" if "m3" in (row.model_a, row.model_b) else "m1"
+            assert row.label == ("left" if row.model_left == winner else "right")
+
+
+def test_gold_anchored_table_and_agreement(arena_files):
+    """End to end on a small arena whose gold labels are the judge's own verdicts in the order shown
+    (the stand-in labeller): it agrees with gold far above chance."""
+    models, questions, answers, games = arena_files
+    rng = np.random.default_rng(0)
+    many = pd.concat([games.assign(query_id=games["query_id"] + f"-{k}") for k in range(20)], ignore_index=True)
+    flip = rng.random(len(many)) < 0.3  # some noise so that no model wins every game
+    many.loc[flip, "verdict"] = np.where(many.loc[flip, "verdict"] == "model_a", "model_b", "model_a")
+    units = judge_units(many, "en")
+    key = sample_units(units, "en", seed=1, count=60)
+    filled = stand_in_labels(key, many)
+    labels, counts = gold_labels(filled.assign(where="x"), key, "stand-in")
+    table = gold_anchored_table(units, labels, models, counts)
+    assert table["logit"].sum() == pytest.approx(0, abs=1e-9)
+    assert table.loc[0, "model"] == "m3" and (table["n_gold"] == counts["labelled"]).all()
+    assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()
+    assert (table["n_units"] == len(units)).all() and table["lambda"].between(0, 1).all()
+    length = {(m, q): len(text) for m, frame in answers.items()
+              for q, text in zip(frame["query_id"], frame["answer"].fillna(""))}
+    length = {(m, f"{q}-{k}"): v for (m, q), v in length.items() for k in range(20)}
+    agreement = judge_gold_agreement(units, labels, many, length).set_index("metric")["value"]
+    assert agreement["agreement"] > agreement["chance_agreement"]
+    with pytest.raises(DataError, match="gold labels for units the judge did not judge"):
+        gold_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
+                            models, counts)
