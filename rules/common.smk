@@ -5,6 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from polyrag.config.queries import (
+    gold_languages,
     arena_judge,
     control_name,
     families,
@@ -75,6 +76,8 @@ MARS_LANGUAGES = mars_languages(config) if MARS else []
 MARS_PAIRS = mars_pairs(config) if MARS else []
 MARS_GOLD_PAIRS = mars_gold_pairs(config) if MARS else []
 MARS_METRICS = MARS["metrics"] if MARS else []
+GOLD = config["arena"]["gold"]
+GOLD_LANGUAGES = gold_languages(config)
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 FT_LANGUAGES = finetune_languages(config) if FT else []
 FT_DIR = f"results/finetune/{FT['name']}" if FT else None
@@ -116,6 +119,9 @@ def all_targets():
         + expand("results/arena/{judge}/{lang}/style_controlled.csv", judge=JUDGES, lang=LANGUAGES)
         + (["results/leaderboard.csv", "results/leaderboard.html", "results/plots/rank_heatmap.png",
             "results/judges.html"] if ARENA_JUDGE else [])
+        + expand("results/arena/{judge}/{lang}/gold_anchored.csv", judge=GOLD["judge"] if GOLD else [],
+                 lang=GOLD_LANGUAGES + (["all"] if len(GOLD_LANGUAGES) > 1 else []))
+        + expand("results/gold/{lang}/tasks.csv", lang=LANGUAGES if GOLD else [])
         + (["results/meta_eval/summary.csv"] if META_EVAL else [])
         + (expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [])
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
@@ -340,3 +346,15 @@ def teacher_resource(name):
 
 def student_training_resource(name):
     return lambda wildcards, attempt: finetune_resources(config, attempt)[name]
+
+
+def gold_labels_source(wildcards):
+    """The filled annotation file of a language: the user's, else the stand-in labeller's."""
+    if wildcards.lang in GOLD["labels"]:
+        return GOLD["labels"][wildcards.lang]
+    return f"results/gold/{wildcards.lang}/filled_by_{GOLD['stand_in']}.csv"
+
+
+def gold_scope_languages(wildcards):
+    """The languages a gold-anchored table pools: one, or every labelled one for ``all``."""
+    return GOLD_LANGUAGES if wildcards.scope == "all" else [wildcards.scope]

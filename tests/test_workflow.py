@@ -72,7 +72,7 @@ def tiny_mars(embedded_data):
     return {"languages": ["en"], "generator": "gemma-270m",
             "generation": {"documents": 16, "question_max_tokens": 32, "answer_max_tokens": 32},
             "gold": {"dir": str(embedded_data / "xquad")}, "corpus": {"max_tokens": 128},
-            "few_shot": {"count": 2, "max_tokens": 96}, "reference": {"max_size": 60}, "judge": {"max_length": 96},
+            "few_shot": {"count": 2, "max_tokens": 96}, "calibration": {"max_size": 60}, "judge": {"max_length": 96},
             "meta_eval": {"pairs": ["en-en", "de-de"], "items": 40}}
 
 

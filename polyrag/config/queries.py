@@ -170,3 +170,11 @@ def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
     ``model_resources`` does."""
     resources = {**FINETUNE_RESOURCES, **(config["finetune"].get("resources") or {})}
     return {**resources, "runtime": resources["runtime"] * attempt}
+
+
+def gold_languages(config: dict) -> list[str]:
+    """Languages whose gold labels exist: a filled file under arena.gold.labels, or the stand-in's."""
+    gold = config["arena"]["gold"]
+    if gold is None:
+        return []
+    return [lang for lang in config["languages"] if lang in gold["labels"] or gold["stand_in"] is not None]

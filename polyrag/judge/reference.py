@@ -1,7 +1,8 @@
 """The offline ``reference`` judge for the demo and CI.
 
 Each answer gets a score, a weighted sum of three parts in [0, 1]:
-  similarity  cosine similarity of the answer to the reference answer (multilingual-e5-small),
+  similarity  cosine similarity of the answer to the reference answer (multilingual-e5-small;
+              not computed, None, when its weight is 0),
   citation    share of its cited docids that are relevant (0 when it cites nothing),
   language    probability that it is written in the question's language (langid / lingua).
 Citations are removed before the text parts are computed. The higher score wins when the
@@ -24,7 +25,8 @@ def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, f
     reference = strip_citations(record["reference_answer"], docids)
     relevant = set(record["relevant_docids"])
     texts = [strip_citations(a["answer"], docids) if a and a["answer"] else None for a in answers]
-    vectors = embed([reference] + [t for t in texts if t is not None])
+    # A judge that gives similarity no weight (a cheap citation-and-language judge) embeds nothing.
+    vectors = embed([reference] + [t for t in texts if t is not None]) if weights["similarity"] else None
     scores, k = [], 1
     for answer, text in zip(answers, texts):
         if text is None:
@@ -32,12 +34,13 @@ def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, f
             continue
         cited = list(answer["cited_docids"])
         parts = {
-            "similarity": float(vectors[0] @ vectors[k]),
+            "similarity": float(vectors[0] @ vectors[k]) if vectors is not None else None,
             "citation": sum(d in relevant for d in cited) / len(cited) if cited else 0.0,
             "language": language_probabilities(text, record["language"]).get(record["language"], 0.0),
         }
         k += 1
-        parts["total"] = sum(weights[name] * parts[name] for name in ("similarity", "citation", "language"))
+        parts["total"] = sum(weights[name] * parts[name] for name in ("similarity", "citation", "language")
+                             if weights[name])
         scores.append(parts)
     return scores
 

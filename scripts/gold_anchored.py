@@ -1,0 +1,54 @@
+"""Snakemake entry point of rule gold_anchored: gold_anchored.csv and gold_agreement.csv of one
+judge, per language or pooled over the labelled languages (``all``)."""
+
+import json
+import logging
+
+import pandas as pd
+
+from polyrag.arena.games import read_games
+from polyrag.arena.gold_anchored import gold_anchored_table, judge_gold_agreement
+from polyrag.logs import run_logged
+
+log = logging.getLogger("polyrag")
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    gold = sm.params.gold
+    units = pd.concat([pd.read_parquet(p) for p in sm.input.units], ignore_index=True)
+    labels = pd.concat([pd.read_parquet(p) for p in sm.input.labels], ignore_index=True)
+    counts = {}
+    for path in sm.input.counts:
+        with open(path) as handle:
+            for name, value in json.load(handle).items():
+                if name != "source":
+                    counts[name] = counts.get(name, 0) + value
+    table = gold_anchored_table(units, labels, sm.params.models, counts, alpha=gold["alpha"], lam=gold["lambda"],
+                                cluster_by_question=gold["cluster_by_question"])
+    table.insert(1, "scope", sm.wildcards.scope)
+    log.info("%d units, %d gold labels, lambda %.3f; n_eff per model %s", len(units), len(labels),
+             table["lambda"].iloc[0], dict(zip(table["model"], table["n_eff"].round(1))))
+    if not table["converged"].all():
+        log.warning("the gold-anchored fit has no finite maximum (the labels separate a model): unbounded intervals")
+    # Question ids are unique within a language only: the agreement reads them with the language.
+    def in_language(frame, lang):
+        return frame.assign(query_id=lang + "/" + frame["query_id"].astype(str))
+
+    games, answers = [], []
+    for lang in sm.params.languages:
+        games.append(in_language(read_games([p for p in sm.input.games if f"/{lang}/" in p]), lang))
+        for model in sm.params.models:
+            path = next(p for p in sm.input.answers if p.endswith(f"/{model}/{lang}.parquet"))
+            frame = pd.read_parquet(path, columns=["query_id", "answer"])
+            answers.append(in_language(frame, lang).assign(model=model))
+    games, answers = pd.concat(games, ignore_index=True), pd.concat(answers, ignore_index=True)
+    length = dict(zip(zip(answers["model"], answers["query_id"]), answers["answer"].fillna("").str.len()))
+    units = units.assign(query_id=units["lang"] + "/" + units["query_id"].astype(str))
+    labels = labels.assign(query_id=labels["lang"] + "/" + labels["query_id"].astype(str))
+    agreement = judge_gold_agreement(units, labels, games, length)
+    table.to_csv(sm.output.table, index=False)
+    agreement.to_csv(sm.output.agreement, index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

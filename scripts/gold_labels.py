@@ -1,0 +1,24 @@
+"""Snakemake entry point of rule gold_labels: the filled annotation file read against the key."""
+
+import json
+import logging
+
+import pandas as pd
+
+from polyrag.arena.gold_labels import gold_labels, read_filled
+from polyrag.logs import run_logged
+
+log = logging.getLogger("polyrag")
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    key = pd.read_csv(sm.input.key, dtype=str)
+    labels, counts = gold_labels(read_filled(sm.input.filled), key, sm.input.filled)
+    log.info("%s: %s", sm.input.filled, counts)
+    labels.to_parquet(sm.output.labels, index=False)
+    with open(sm.output.counts, "w") as handle:
+        json.dump({"source": sm.input.filled, **counts}, handle, indent=1)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

@@ -1,0 +1,16 @@
+"""Snakemake entry point of rule gold_stand_in: a judge fills the task file as a person would."""
+
+import pandas as pd
+
+from polyrag.arena.games import read_games
+from polyrag.arena.gold_labels import stand_in_labels
+from polyrag.logs import run_logged
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    key = pd.read_csv(sm.input.key, dtype=str)
+    stand_in_labels(key, read_games(sm.input.games)).to_csv(sm.output[0], index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821
