@@ -17,9 +17,19 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
     table = pd.read_csv(leaderboard)
     shown = table[[c for c in COLUMNS if c in table.columns]].head(rows)
     more = f"\n({len(table) - rows} more rows in {leaderboard})" if len(table) > rows else ""
-    return (f"Leaderboard ({leaderboard}, scores are Bradley-Terry logits, 95% bootstrap interval):\n"
-            f"{shown.to_string(index=False, float_format=lambda x: f'{x:.2f}')}{more}\n\n"
-            f"Report: open {report.resolve()} in a browser")
+    text = (f"Leaderboard ({leaderboard}, scores are Bradley-Terry logits, 95% bootstrap interval):\n"
+            f"{shown.to_string(index=False, float_format=lambda x: f'{x:.2f}')}{more}\n\n")
+    detailed = leaderboard.with_name("leaderboard_detailed.csv")
+    if detailed.exists():
+        wide = pd.read_csv(detailed)
+        if "gold_anchored_by" in wide:
+            gold = wide[wide["gold_anchored_logit"].notna()].sort_values("gold_anchored_rank")
+            gold = gold[["gold_anchored_rank", "model", "gold_anchored_logit", "gold_anchored_ci_low",
+                         "gold_anchored_ci_high", "gold_anchored_rank_best", "gold_anchored_rank_worst"]]
+            gold.columns = ["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]
+            text += (f"Gold-anchored ranking ({wide['gold_anchored_by'].iloc[0]}; intervals for the labellers' "
+                     f"preferences):\n{gold.head(rows).to_string(index=False, float_format=lambda x: f'{x:.2f}')}\n\n")
+    return text + f"Report: open {report.resolve()} in a browser"
 
 
 if __name__ == "__main__":

@@ -194,6 +194,7 @@ rule leaderboard:
             "results/arena/{judge}/{lang}/style_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
         ),
         mars=expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [],
+        gold=GOLD_TABLE,
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths("results/arena/{judge}/{lang}/rounds/round_{k}.json", ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
@@ -203,6 +204,7 @@ rule leaderboard:
         by_language="results/leaderboard_by_language.csv",
     params:
         languages=LANGUAGES,
+        gold_judge=GOLD and GOLD["judge"],
     localrule: True
     log:
         "logs/arena/leaderboard.log",
@@ -220,6 +222,7 @@ rule leaderboard_table:
     input:
         leaderboard="results/leaderboard.csv",
         detailed="results/leaderboard_detailed.csv",
+        gold=GOLD_TABLE,
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True

@@ -78,6 +78,12 @@ MARS_GOLD_PAIRS = mars_gold_pairs(config) if MARS else []
 MARS_METRICS = MARS["metrics"] if MARS else []
 GOLD = config["arena"]["gold"]
 GOLD_LANGUAGES = gold_languages(config)
+# The gold-anchored table the leaderboard shows: pooled over the labelled languages, or the one.
+GOLD_TABLE = (
+    f"results/arena/{GOLD['judge']}/{'all' if len(GOLD_LANGUAGES) > 1 else GOLD_LANGUAGES[0]}/gold_anchored.csv"
+    if GOLD and GOLD_LANGUAGES
+    else []
+)
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 FT_LANGUAGES = finetune_languages(config) if FT else []
 FT_DIR = f"results/finetune/{FT['name']}" if FT else None

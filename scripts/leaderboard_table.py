@@ -15,13 +15,24 @@ def main() -> None:
     mars_scope = (f" MARS columns (mars_*) pool only the languages in mars_languages "
                   f"({', '.join(sorted(set(detailed['mars_languages'].dropna())))})."
                   if "mars_languages" in detailed else "")
-    page = sections_html("Leaderboard", [
+    sections = [
         ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: the "
-         "ranks the intervals allow, jointly for all models (results/leaderboard.csv).",
+         "ranks the intervals allow, jointly for all models (results/leaderboard.csv). These intervals say how sure "
+         "we are about the judge's preferences, not people's.",
          pd.read_csv(sm.input.leaderboard)),
-        ("Every column", "Per-language ranks, mean rank, style-controlled score and rank, and the MARS scores "
-         f"(results/leaderboard_detailed.csv).{mars_scope}", detailed),
-    ])
+    ]
+    if sm.input.gold:
+        gold = pd.read_csv(sm.input.gold)
+        shown = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst", "judge_only_logit",
+                      "judge_only_rank", "gold_only_logit", "n_gold", "n_eff", "lambda"]]
+        sections.append((
+            "Gold-anchored ranking", f"{detailed['gold_anchored_by'].iloc[0]}: Bradley-Terry logits whose 95% "
+            "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/gold_anchored.md; "
+            f"{sm.input.gold}). judge_only: the judge's own logits; n_eff: the gold labels alone would need this "
+            "many for intervals as narrow.", shown))
+    sections.append(("Every column", "Per-language ranks, mean rank, style-controlled score and rank, the MARS "
+                     f"scores and the gold-anchored ranking (results/leaderboard_detailed.csv).{mars_scope}", detailed))
+    page = sections_html("Leaderboard", sections)
     Path(sm.output[0]).write_text(page, encoding="utf-8")
 
 

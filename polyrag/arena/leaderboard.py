@@ -126,3 +126,18 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
     totals = games.groupby("model")["games"].sum()
     table = table.assign(games=table["model"].map(totals).astype("Int64"), share_spent=share.mean())
     return table, by_language
+
+
+def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """``gold_anchored_*``: each model's logit, interval and joint rank-set anchored on gold labels
+    (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge), and
+    ``gold_anchored_by``, which judge and how many labels over which languages."""
+    scope = gold["scope"].iloc[0]
+    by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({'all labelled languages' if scope == 'all' else scope})"
+    columns = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low", "ci_high": "gold_anchored_ci_high",
+               "rank": "gold_anchored_rank", "rank_best": "gold_anchored_rank_best",
+               "rank_worst": "gold_anchored_rank_worst"}
+    merged = table.merge(gold[["model", *columns]].rename(columns=columns), on="model", how="left")
+    for column in ("gold_anchored_rank", "gold_anchored_rank_best", "gold_anchored_rank_worst"):
+        merged[column] = merged[column].astype("Int64")
+    return merged.assign(gold_anchored_by=by)
