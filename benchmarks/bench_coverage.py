@@ -50,7 +50,7 @@ from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
 from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
-from tests.test_mars import ColumnJudge, balanced_reference, simulated_answers  # noqa: E402
+from tests.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
 # The intervals users see come from arena.bootstrap's default number of tournaments.
@@ -66,7 +66,7 @@ def mars_cell(seed: int, estimator: str, strata: list[dict], answers: int = 500)
     and ``fnr``, gold items ``per_class`` and ``answered`` share. Truth: the answered-weighted
     mean of pi (unanswered questions count 0), pooled over strata when there are several."""
     rng = rng_for(seed, "bench_coverage", "mars")
-    reference = pd.concat([balanced_reference(rng, s["lang"], s["per_class"], s["fpr"], s["fnr"]) for s in strata],
+    reference = pd.concat([balanced_calibration(rng, s["lang"], s["per_class"], s["fpr"], s["fnr"]) for s in strata],
                           ignore_index=True)
     items = {s["lang"]: simulated_answers(rng, answers, s["pi"], s["fpr"], s["fnr"],
                                           np.arange(answers) < round(s.get("answered", 1.0) * answers))
@@ -332,6 +332,29 @@ def bt_cells() -> list[tuple]:
 TRUE_LOGITS = true_logits()
 
 
+def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method: str) -> dict:
+    """One arena of benchmarks/bench_gold_anchored.py (8 models, 200 questions) and one method."""
+    import bench_gold_anchored  # beside this file; its simulation and truth
+
+    rows = bench_gold_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
+    row = next(r for r in rows if r["method"] == method)
+    return {"covered": row["covered"], "width": row["width"], "ranks_covered": row["ranks_covered"]}
+
+
+def gold_anchored_cells() -> list[tuple]:
+    """The gold-anchored arena's intervals and rank-sets of the labellers' logits: few labels, a
+    biased judge, close models, a useless judge, labels chosen by the judge's uncertainty; and the
+    judge alone, which these intervals replace."""
+    settings = [("spread", "biased", 100, "PPI++"), ("spread", "biased", 50, "PPI++"), ("close", "biased", 100, "PPI++"),
+                ("spread", "useless", 100, "PPI++"), ("spread", "biased", 100, "active PPI++"),
+                ("spread", "biased", 100, "gold-only BT"), ("spread", "biased", 0, "judge-only BT")]
+    return [(f"gold_anchored ({method})", "polyrag",
+             f"8 models {scenario}, 200 questions, {judge} judge, {budget} gold labels" + (
+                 " (flagged: under 100 labels)" if 0 < budget < 100 else ""),
+             gold_anchored_cell, {"scenario": scenario, "judge": judge, "budget": budget, "method": method})
+            for scenario, judge, budget, method in settings]
+
+
 # --- running ---------------------------------------------------------------------------------
 
 def run_cell(task: tuple) -> list[dict]:
@@ -381,7 +404,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
-    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells()
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + gold_anchored_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -35,8 +35,9 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from polyrag.arena.gold_anchored import (anchored_fit, centred, centring, design, effective_labels, gradients,  # noqa: E402
-                                         hessian, meat, normal_interval, rank_sets, Fit)
+from polyrag.arena.gold_anchored import (Fit, active_fit, active_inclusion_probabilities, anchored_fit,  # noqa: E402
+                                         centred, centring, design, effective_labels, gradients, hessian, meat,
+                                         normal_interval, rank_sets)
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
 COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1
@@ -83,13 +84,43 @@ def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
     low, high = normal_interval(fit)
     best, worst = rank_sets(fit)
     return {"covered": float(((low <= truth) & (truth <= high)).mean()),
-            "joint_ranks": float(((best <= true_rank) & (true_rank <= worst)).all()),
+            "ranks_covered": float(((best <= true_rank) & (true_rank <= worst)).all()),
             "width": float(np.mean(high - low)) if fit.converged else np.inf,
             "diverged": float(not fit.converged)}
 
 
+METHODS = ("gold-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
+ACTIVE_FLOOR = 0.2  # the share of the budget spread uniformly under active labelling
+
+
+def fit_method(method: str, x, questions, gold, value, labelled, probability=None) -> tuple[Fit, np.ndarray | None]:
+    """One method's fit of one arena (``labelled``: the units with a gold label), and its n_eff
+    per model for the PPI++ methods."""
+    reported = centring(MODELS, 0)
+    if method == "judge-only BT":
+        empty = np.zeros((0, x.shape[1]))
+        estimate, cov, lam, ok = anchored_fit(x, value, value, empty, np.zeros(0), 0.0, questions, np.zeros(0))
+    elif method == "active PPI++":
+        estimate, cov, lam, ok = active_fit(x, gold, value, labelled, probability, None, questions, reported)
+    else:
+        lam = {"gold-only BT": 0.0, "PPI": 1.0}.get(method)
+        clusters = (questions[labelled], questions[~labelled]) if method != "PPI++ unclustered" else (None, None)
+        estimate, cov, lam, ok = anchored_fit(x[labelled], gold[labelled], value[labelled], x[~labelled],
+                                              value[~labelled], lam, *clusters, reported=reported)
+    fit = centred(estimate, cov, MODELS, 0, lam, ok)
+    n_eff = None
+    if method in ("PPI++", "active PPI++"):  # n_eff: the gold-only variance at the same logits
+        inverse_hessian = np.linalg.pinv(hessian(estimate, x))
+        g = gradients(estimate, x[labelled], gold[labelled])
+        gold_cov = inverse_hessian @ meat([(g, 1.0)], [questions[labelled]]) @ inverse_hessian
+        n_eff = effective_labels(fit, centred(estimate, gold_cov, MODELS, 0, 0.0, ok), int(labelled.sum()))
+    return fit, n_eff
+
+
 def one_seed(args: tuple) -> list[dict]:
-    scenario, judge, seed = args
+    """Every method and budget on one simulated arena (``methods``: a subset, for the coverage
+    benchmark's cells)."""
+    scenario, judge, seed, budgets, methods = (*args, BUDGETS, METHODS)[:5] if len(args) == 3 else args
     theta = SCENARIOS[scenario]
     truth = true_logits(theta)
     true_rank = pd.Series(-truth).rank(method="min").to_numpy()
@@ -97,28 +128,23 @@ def one_seed(args: tuple) -> list[dict]:
     pairs, questions, gold, value = arena(theta, judge, rng)
     x = design(pairs, MODELS)
     rows = []
-    if judge == "biased":  # the judge alone needs no labels: one row per arena
-        empty = np.zeros((0, x.shape[1]))
-        estimate, cov, _, ok = anchored_fit(x, value, value, empty, np.zeros(0), 0.0, questions, np.zeros(0))
+    if judge == "biased" and "judge-only BT" in methods:  # the judge alone needs no labels
         rows.append({"method": "judge-only BT", "budget": 0,
-                     **check(centred(estimate, cov, MODELS, 0, 0.0, ok), truth, true_rank)})
-    for budget in BUDGETS:
-        labelled = np.zeros(len(pairs), bool)
-        labelled[rng.choice(len(pairs), budget, replace=False)] = True
-        data = (x[labelled], gold[labelled], value[labelled], x[~labelled], value[~labelled])
-        clusters = (questions[labelled], questions[~labelled])
-        for method, lam, clustered in (("gold-only BT", 0.0, True), ("PPI", 1.0, True), ("PPI++", None, True),
-                                       ("PPI++ unclustered", None, False)):
-            estimate, cov, lam_used, ok = anchored_fit(*data, lam, *(clusters if clustered else (None, None)),
-                                                       reported=centring(MODELS, 0))
-            fit = centred(estimate, cov, MODELS, 0, lam_used, ok)
-            row = {"method": method, "budget": budget, "lambda": lam_used, **check(fit, truth, true_rank)}
-            if method == "PPI++":
-                inverse_hessian = np.linalg.pinv(hessian(estimate, x))
-                g = gradients(estimate, x[labelled], gold[labelled])
-                gold_cov = inverse_hessian @ meat([(g, 1.0)], [questions[labelled]]) @ inverse_hessian
-                gold_fit = centred(estimate, gold_cov, MODELS, 0, 0.0, ok)
-                row["n_eff_over_n"] = float(np.nanmean(effective_labels(fit, gold_fit, budget)) / budget)
+                     **check(fit_method("judge-only BT", x, questions, gold, value, None)[0], truth, true_rank)})
+    for budget in budgets:
+        uniform = np.zeros(len(pairs), bool)
+        uniform[rng.choice(len(pairs), budget, replace=False)] = True
+        probability = active_inclusion_probabilities(value, budget, ACTIVE_FLOOR)
+        active = rng.random(len(pairs)) < probability
+        for method in methods:
+            if method == "judge-only BT":
+                continue
+            labelled = active if method == "active PPI++" else uniform
+            fit, n_eff = fit_method(method, x, questions, gold, value, labelled, probability)
+            row = {"method": method, "budget": budget, "lambda": fit.lam, "labels": int(labelled.sum()),
+                   **check(fit, truth, true_rank)}
+            if n_eff is not None:
+                row["n_eff_over_n"] = float(np.nanmean(n_eff) / labelled.sum())
             rows.append(row)
     return [{"scenario": scenario, "judge": judge, "seed": seed, **row} for row in rows]
 
@@ -132,10 +158,10 @@ def run(seeds: int, workers: int, settings=(("spread", "biased"), ("close", "bia
 
 def summary(raw: pd.DataFrame) -> pd.DataFrame:
     table = raw.groupby(["scenario", "judge", "method", "budget"], sort=False).agg(
-        coverage=("covered", "mean"), joint_rank_coverage=("joint_ranks", "mean"),
+        coverage=("covered", "mean"), joint_rank_coverage=("ranks_covered", "mean"),
         width=("width", lambda w: w[np.isfinite(w)].mean()), diverged=("diverged", "mean"),
         n_eff_over_n=("n_eff_over_n", "mean") if "n_eff_over_n" in raw else ("covered", "size"),
-        lam=("lambda", "mean"), seeds=("seed", "nunique")).reset_index()
+        lam=("lambda", "mean"), labels=("labels", "mean"), seeds=("seed", "nunique")).reset_index()
     return table
 
 

@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
-from polyrag.arena.gold_anchored import (anchored_fit, design, gold_anchored, gold_anchored_table,
-                                         judge_gold_agreement, rank_sets)
+from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, anchored_fit, design,
+                                         gold_anchored, gold_anchored_table, judge_gold_agreement, rank_sets)
 from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
@@ -95,6 +95,30 @@ def test_rank_sets_order_only_what_the_ellipsoid_separates():
     assert best.tolist() == [1, 4, 2, 2] and worst.tolist() == [1, 4, 3, 3]
 
 
+def test_active_estimator_with_equal_probabilities_is_the_uniform_one():
+    """With every unit labelled with the same probability the inverse-probability weights are a
+    constant: lam 0 gives the gold-only fit, lam 1 PPI with every unit in the judge's term."""
+    pairs, y, yhat = simulated(3, ties=True)
+    x = design(pairs, MODELS)
+    labelled = np.random.default_rng(0).random(len(pairs)) < 0.1
+    probability = np.full(len(pairs), labelled.mean())
+    gold_only, *_ = anchored_fit(x[labelled], y[labelled], yhat[labelled], x[~labelled], yhat[~labelled], 0.0)
+    active_zero, *_ = active_fit(x, y, yhat, labelled, probability, 0.0)
+    assert active_zero == pytest.approx(gold_only, abs=1e-6)
+    plain_ppi, *_ = anchored_fit(x[labelled], y[labelled], yhat[labelled], x, yhat, 1.0)
+    active_one, *_ = active_fit(x, y, yhat, labelled, probability, 1.0)
+    assert active_one == pytest.approx(plain_ppi, abs=1e-6)
+
+
+def test_active_probabilities_favour_uncertain_units_and_keep_a_floor():
+    value = np.array([0.0, 1.0, 0.5, 0.5, 0.75, 1.0, 0.0, 0.25])
+    probability = active_inclusion_probabilities(value, expected_labels=2, floor=0.2)
+    assert probability.sum() == pytest.approx(2)
+    assert probability[2] == probability[3] > probability[4] == probability[7] > probability[0]
+    assert probability[0] == pytest.approx(0.2 * 2 / 8)  # certain units keep the uniform floor
+    assert active_inclusion_probabilities(value, 40, 0.2).max() == 1.0  # capped
+
+
 @pytest.fixture(scope="module")
 def coverage():
     """200 seeds of benchmarks/bench_gold_anchored.py at 100 gold labels."""
@@ -112,7 +136,7 @@ def test_coverage_of_the_gold_anchored_intervals(coverage):
     """Binomial bands for 200 arenas: a joint coverage of 0.95 falls in 0.95 +- 3 sd (0.046);
     the marginal one pools 8 models per arena, correlated, so the same band."""
     biased = coverage.loc["biased"]
-    for method in ("gold-only BT", "PPI++"):
+    for method in ("gold-only BT", "PPI++", "active PPI++"):
         assert 0.904 <= biased.loc[method, "coverage"] <= 0.996, method
         assert 0.904 <= biased.loc[method, "joint_rank_coverage"] <= 1.0, method
     assert biased.loc["judge-only BT", "coverage"] < 0.5  # the judge's bias is not in its interval
