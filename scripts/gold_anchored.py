@@ -25,7 +25,8 @@ def main() -> None:
                 if name != "source":
                     counts[name] = counts.get(name, 0) + value
     table = gold_anchored_table(units, labels, sm.params.models, counts, alpha=gold["alpha"], lam=gold["lambda"],
-                                cluster_by_question=gold["cluster_by_question"])
+                                cluster_by_question=gold["cluster_by_question"],
+                                active=gold["sample"]["design"] == "active")
     table.insert(1, "scope", sm.wildcards.scope)
     log.info("%d units, %d gold labels, lambda %.3f; n_eff per model %s", len(units), len(labels),
              table["lambda"].iloc[0], dict(zip(table["model"], table["n_eff"].round(1))))

@@ -289,3 +289,22 @@ def test_gold_anchored_table_and_agreement(arena_files):
     with pytest.raises(DataError, match="gold labels for units the judge did not judge"):
         gold_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
                             models, counts)
+
+
+def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(arena_files):
+    models, _, _, games = arena_files
+    rng = np.random.default_rng(1)
+    many = pd.concat([games.assign(query_id=games["query_id"] + f"-{k}") for k in range(40)], ignore_index=True)
+    flip = rng.random(len(many)) < 0.3
+    many.loc[flip, "verdict"] = np.where(many.loc[flip, "verdict"] == "model_a", "model_b", "model_a")
+    units = judge_units(many, "en")
+    key = sample_units(units, "en", seed=2, count=200, design="active", floor=0.2)
+    sampled = units.set_index("unit_id").loc[key["unit_id"]]
+    unsure = (sampled["judge_value"] == 0.5).mean()
+    assert unsure > 1.5 * (units["judge_value"] == 0.5).mean()  # the orders disagree more often among the sampled
+    assert abs(len(key) - 200) < 4 * np.sqrt(200)  # Bernoulli draws: 200 expected
+    assert key["inclusion_probability"].between(0.2 * 200 / len(units) - 1e-12, 1).all()
+    labels, counts = gold_labels(stand_in_labels(key, many).assign(where="x"), key.astype(str), "stand-in")
+    table = gold_anchored_table(units, labels, models, counts, active=True)
+    assert (table["design"] == "active").all() and table.loc[0, "model"] == "m3"
+    assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()

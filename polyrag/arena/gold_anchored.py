@@ -197,22 +197,32 @@ def centred(theta: np.ndarray, covariance: np.ndarray, n_models: int, anchor: in
 
 
 def gold_anchored(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarray, y: np.ndarray, n_models: int,
-                  lam: float | None = None, clusters: np.ndarray | None = None, anchor: int = 0) -> dict[str, Fit]:
+                  lam: float | None = None, clusters: np.ndarray | None = None, anchor: int = 0,
+                  probability: np.ndarray | None = None) -> dict[str, Fit]:
     """The gold-anchored fit and the two it sits between, on one set of units.
 
     ``pairs``: units x 2 model indices; ``yhat``: the judge's value of every unit; ``labelled``:
     boolean mask of the units with a gold label; ``y``: the gold labels of those units, in the
     order of ``np.flatnonzero(labelled)``; ``clusters``: a label per unit (its question) or None.
     Returns ``{"gold_anchored", "gold_only", "judge_only", "gold_only_at_anchored"}``: the last is
-    the gold-only covariance at the gold-anchored logits (same Hessian), for ``n_eff``."""
+    the gold-only covariance at the gold-anchored logits (same Hessian), for ``n_eff``.
+    ``probability``: each unit's chance of being labelled under an active design (``active_fit``,
+    whose gold-only fit is weighted by 1 / probability too); None for a uniform sample."""
     x = design(pairs, n_models, anchor)
     x_l, x_u = x[labelled], x[~labelled]
     c_l, c_u = (clusters[labelled], clusters[~labelled]) if clusters is not None else (None, None)
     fits = {}
-    theta, cov, lam_used, ok = anchored_fit(x_l, y, yhat[labelled], x_u, yhat[~labelled], lam, c_l, c_u,
-                                            reported=centring(n_models, anchor))
+    reported = centring(n_models, anchor)
+    if probability is None:
+        theta, cov, lam_used, ok = anchored_fit(x_l, y, yhat[labelled], x_u, yhat[~labelled], lam, c_l, c_u,
+                                                reported=reported)
+        theta0, cov0, _, ok0 = anchored_fit(x_l, y, yhat[labelled], x_u, yhat[~labelled], 0.0, c_l, c_u)
+    else:
+        y_all = np.full(len(yhat), np.nan)
+        y_all[labelled] = y
+        theta, cov, lam_used, ok = active_fit(x, y_all, yhat, labelled, probability, lam, clusters, reported)
+        theta0, cov0, _, ok0 = active_fit(x, y_all, yhat, labelled, probability, 0.0, clusters)
     fits["gold_anchored"] = centred(theta, cov, n_models, anchor, lam_used, ok)
-    theta0, cov0, _, ok0 = anchored_fit(x_l, y, yhat[labelled], x_u, yhat[~labelled], 0.0, c_l, c_u)
     fits["gold_only"] = centred(theta0, cov0, n_models, anchor, 0.0, ok0)
     # The judge alone: every unit's judge value as its label (lam 0 with the judge as "gold").
     empty = np.zeros((0, x.shape[1]))
@@ -258,9 +268,11 @@ def effective_labels(fit: Fit, gold_only_at_same_point: Fit, n_labelled: int) ->
 
 
 def gold_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list[str], counts: dict,
-                        alpha: float = 0.05, lam: float | None = None, cluster_by_question: bool = True) -> pd.DataFrame:
+                        alpha: float = 0.05, lam: float | None = None, cluster_by_question: bool = True,
+                        active: bool = False) -> pd.DataFrame:
     """The gold-anchored leaderboard of one judge (``units``: ``polyrag.arena.units.judge_units``,
-    possibly of several languages; ``labels``: ``polyrag.arena.gold_labels.gold_labels``)."""
+    possibly of several languages; ``labels``: ``polyrag.arena.gold_labels.gold_labels``, with
+    ``inclusion_probability`` read when ``active``)."""
     unknown = sorted(set(labels["unit_id"]) - set(units["unit_id"]))
     if unknown:
         raise DataError(f"gold labels for units the judge did not judge: {unknown[:3]} "
@@ -273,11 +285,13 @@ def gold_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list[
         raise DataError(f"units of models that are not contestants: {outside}")
     units = units.reset_index(drop=True)
     pairs = np.column_stack([units["model_a"].map(index), units["model_b"].map(index)])
-    gold = units[["unit_id"]].merge(labels[["unit_id", "gold"]], on="unit_id", how="left")["gold"]
+    joined = units[["unit_id"]].merge(labels, on="unit_id", how="left")
+    gold = joined["gold"]
     labelled = gold.notna().to_numpy()
     clusters = (units["lang"] + "\x1f" + units["query_id"].astype(str)).to_numpy() if cluster_by_question else None
+    probability = joined["inclusion_probability"].fillna(1.0).to_numpy(float) if active else None
     fits = gold_anchored(pairs, units["judge_value"].to_numpy(float), labelled, gold[labelled].to_numpy(float),
-                         len(models), lam=lam, clusters=clusters)
+                         len(models), lam=lam, clusters=clusters, probability=probability)
     anchored = fits["gold_anchored"]
     low, high = normal_interval(anchored, alpha)
     best, worst = rank_sets(anchored, alpha)
@@ -298,6 +312,7 @@ def gold_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list[
     table["cant_judge"], table["missing"] = counts["cant_judge"], counts["missing"]
     table["units_without_valid_order"] = int((units["valid_orders"] == 0).sum())
     table["clustered_by_question"] = cluster_by_question
+    table["design"] = "active" if active else "uniform"
     table["converged"] = anchored.converged
     notes = []
     if labelled.sum() < MIN_GOLD_LABELS:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import logging
-from math import floor
+from math import floor as floor_count
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from polyrag.arena.gold_anchored import active_inclusion_probabilities
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
 
@@ -33,7 +34,7 @@ LABELS = ("left", "right", "tie", "cant_judge")
 #: Label Studio's choice names, in the order of ``LABELS``
 CHOICES = ("Left better", "Right better", "Tie", "Can't judge")
 TASK_COLUMNS = ["unit_id", "question", "passages", "answer_left", "answer_right", "label"]
-KEY_COLUMNS = ["unit_id", "lang", "query_id", "model_a", "model_b", "model_left", "model_right"]
+KEY_COLUMNS = ["unit_id", "lang", "query_id", "model_a", "model_b", "model_left", "model_right", "inclusion_probability"]
 
 LABEL_STUDIO_CONFIG = """<View>
   <Header value="Question"/>
@@ -54,16 +55,25 @@ LABEL_STUDIO_CONFIG = """<View>
 """
 
 
-def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = None,
-                 share: float | None = None) -> pd.DataFrame:
-    """The key of a uniform random sample of ``units`` (``polyrag.arena.units.judge_units``)."""
+def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = None, share: float | None = None,
+                 design: str = "uniform", floor: float = 0.2) -> pd.DataFrame:
+    """The key of a random sample of ``units`` (``polyrag.arena.units.judge_units``): ``uniform``
+    draws exactly ``count`` units; ``active`` labels each unit independently with its
+    ``inclusion_probability`` (``polyrag.arena.gold_anchored.active_inclusion_probabilities``:
+    ``count`` labels expected, more where the judge is unsure, a ``floor`` share uniform)."""
     population = units.sort_values("unit_id", ignore_index=True)
-    size = count if count is not None else floor(share * len(population))
+    size = count if count is not None else floor_count(share, len(population))
     if size > len(population):
         raise DataError(f"arena.gold.sample: {size} units asked in {lang!r}, which has {len(population)}")
     rng = rng_for(seed, "gold-sample", lang)
-    chosen = population.iloc[np.sort(rng.choice(len(population), size, replace=False))].reset_index(drop=True)
-    swap = rng.random(size) < 0.5
+    if design == "active":
+        probability = active_inclusion_probabilities(population["judge_value"].to_numpy(float), size, floor)
+        chosen = population.assign(inclusion_probability=probability)[rng.random(len(population)) < probability]
+        chosen = chosen.reset_index(drop=True)
+    else:
+        chosen = population.iloc[np.sort(rng.choice(len(population), size, replace=False))].reset_index(drop=True)
+        chosen["inclusion_probability"] = size / len(population)
+    swap = rng.random(len(chosen)) < 0.5
     chosen["model_left"] = np.where(swap, chosen["model_b"], chosen["model_a"])
     chosen["model_right"] = np.where(swap, chosen["model_a"], chosen["model_b"])
     return chosen[KEY_COLUMNS]
@@ -177,6 +187,7 @@ def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.
         row = repeated.iloc[0]
         raise DataError(f"{row['where']}: unit_id {row['unit_id']!r} is labelled twice")
     merged = key.merge(filled[["unit_id", "label"]], on="unit_id", how="left")
+    merged["inclusion_probability"] = merged["inclusion_probability"].astype(float)  # key.csv may be read as text
     left_is_a = merged["model_left"] == merged["model_a"]
     left_value = merged["label"].map({"left": 1.0, "right": 0.0, "tie": 0.5})
     merged["gold"] = left_value.where(left_is_a, 1.0 - left_value)
@@ -188,7 +199,8 @@ def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.
                     "fit uses the %d labelled ones, a random sample only if those are missing at random",
                     path, counts["sampled"], counts["cant_judge"], counts["missing"], counts["labelled"])
     labelled = merged[merged["gold"].notna()]
-    return labelled[["unit_id", "lang", "query_id", "model_a", "model_b", "gold"]].reset_index(drop=True), counts
+    columns = ["unit_id", "lang", "query_id", "model_a", "model_b", "gold", "inclusion_probability"]
+    return labelled[columns].reset_index(drop=True), counts
 
 
 def stand_in_labels(key: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
