@@ -90,7 +90,7 @@ def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
 
 
 METHODS = ("gold-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
-ACTIVE_FLOOR = 0.2  # the share of the budget spread uniformly under active labelling
+ACTIVE_FLOOR = 0.5  # the share of the budget spread uniformly under active labelling (the default)
 
 
 def fit_method(method: str, x, questions, gold, value, labelled, probability=None) -> tuple[Fit, np.ndarray | None]:

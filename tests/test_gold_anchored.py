@@ -196,6 +196,7 @@ def test_annotation_round_trip(arena_files, tmp_path, caplog):
     assert len(key) == 12 and key["unit_id"].is_unique
     assert key.equals(sample_units(units, "en", seed=7, count=12))  # seeded
     assert not key.equals(sample_units(units, "en", seed=8, count=12))
+    assert len(sample_units(units, "en", seed=7, share=0.4)) == 7  # floor(0.4 x 18 units)
     assert (key["model_left"] != key["model_a"]).any() and (key["model_left"] == key["model_a"]).any()
     tasks = task_rows(key, questions, answers)
     paths = [tmp_path / name for name in ("tasks.csv", "tasks.jsonl", "label_studio.json", "label_studio.xml")]
@@ -298,12 +299,12 @@ def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(are
     flip = rng.random(len(many)) < 0.3
     many.loc[flip, "verdict"] = np.where(many.loc[flip, "verdict"] == "model_a", "model_b", "model_a")
     units = judge_units(many, "en")
-    key = sample_units(units, "en", seed=2, count=200, design="active", floor=0.2)
+    key = sample_units(units, "en", seed=2, count=200, design="active", floor=0.5)
     sampled = units.set_index("unit_id").loc[key["unit_id"]]
     unsure = (sampled["judge_value"] == 0.5).mean()
     assert unsure > 1.5 * (units["judge_value"] == 0.5).mean()  # the orders disagree more often among the sampled
     assert abs(len(key) - 200) < 4 * np.sqrt(200)  # Bernoulli draws: 200 expected
-    assert key["inclusion_probability"].between(0.2 * 200 / len(units) - 1e-12, 1).all()
+    assert key["inclusion_probability"].between(0.5 * 200 / len(units) - 1e-12, 1).all()
     labels, counts = gold_labels(stand_in_labels(key, many).assign(where="x"), key.astype(str), "stand-in")
     table = gold_anchored_table(units, labels, models, counts, active=True)
     assert (table["design"] == "active").all() and table.loc[0, "model"] == "m3"

@@ -56,13 +56,13 @@ LABEL_STUDIO_CONFIG = """<View>
 
 
 def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = None, share: float | None = None,
-                 design: str = "uniform", floor: float = 0.2) -> pd.DataFrame:
+                 design: str = "uniform", floor: float = 0.5) -> pd.DataFrame:
     """The key of a random sample of ``units`` (``polyrag.arena.units.judge_units``): ``uniform``
     draws exactly ``count`` units; ``active`` labels each unit independently with its
     ``inclusion_probability`` (``polyrag.arena.gold_anchored.active_inclusion_probabilities``:
     ``count`` labels expected, more where the judge is unsure, a ``floor`` share uniform)."""
     population = units.sort_values("unit_id", ignore_index=True)
-    size = count if count is not None else floor_count(share, len(population))
+    size = count if count is not None else floor_count(share * len(population))
     if size > len(population):
         raise DataError(f"arena.gold.sample: {size} units asked in {lang!r}, which has {len(population)}")
     rng = rng_for(seed, "gold-sample", lang)
