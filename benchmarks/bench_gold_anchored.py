@@ -12,8 +12,10 @@ The estimand is the Bradley-Terry fit to the gold labels of the whole population
 (soft labels, ties as 0.5): the logits minimising the expected logistic loss over pairs, whose
 expected label is ``0.05 + 0.9 E[sigmoid(theta_a - theta_b + e_a - e_b)]`` (Gauss-Hermite).
 
-Per budget of n gold labels (a uniform sample of units) and seed, each method's 95% intervals of
-the centred logits and its joint rank-sets are checked against the truth. Columns: marginal
+Per budget of n gold labels and seed, each method's 95% intervals of the centred logits and its
+joint rank-sets are checked against the truth. The labels are a uniform sample of n units, except
+for active PPI++: each unit is labelled independently with a probability that grows with the
+judge's uncertainty (half the budget spread uniformly; n labels expected). Columns: marginal
 coverage (over models and seeds), joint rank-set coverage (every model's true rank inside its
 rank-set, per arena), mean interval width, mean n_eff / n and mean lambda.
 
@@ -89,7 +91,7 @@ def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
             "diverged": float(not fit.converged)}
 
 
-METHODS = ("gold-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
+METHODS = ("judge-only BT", "gold-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
 ACTIVE_FLOOR = 0.5  # the share of the budget spread uniformly under active labelling (the default)
 
 
