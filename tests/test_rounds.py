@@ -41,8 +41,8 @@ def test_demo_budget_rounds(demo_config, repo):
     with open(repo / "configs" / "demo-budget.yaml") as handle:
         demo_config["arena"].update(yaml.safe_load(handle)["arena"])
     config = check(demo_config, repo)
-    # the reference judge is called per pair; the local Gemma judge and the panel stay exhaustive
-    assert round_judges(config) == ["reference"]
+    # the judges called per pair (reference, cite-check); the local Gemma judge and the panel stay exhaustive
+    assert sorted(round_judges(config)) == ["cite-check", "reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
     # 6 models (the fine-tuned student included) x 12 questions: 180 units; half is 90 = 18 (a
@@ -61,7 +61,7 @@ def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, rep
     config = check(demo_config, repo)
     assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
     assert budget_spec(config, "en") == ("exhaustive", "arena.budget")
-    assert round_judges(config) == ["reference"]  # one budgeted language puts the judge in rounds
+    assert round_judges(config) == ["reference", "cite-check"]  # one budgeted language puts the judges in rounds
     # 20 units: round 0 alone (5 pairs x 10 questions = 50 units) is cut to the budget
     assert judge_round_count(config, "reference", "hi") == 1
     assert judge_round_count(config, "reference", "en") == planned_exhaustive(config)
