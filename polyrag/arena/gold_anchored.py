@@ -86,28 +86,14 @@ def hessian(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (x * (p * (1 - p))[:, None]).T @ x / len(x)
 
 
-def rectified_minimum(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float,
-                      tol: float = 1e-12, max_iter: int = 200) -> tuple[np.ndarray, bool]:
-    """The minimiser of the rectified loss by Newton's method with step halving (the loss is
-    convex for ``lam`` in [0, 1]); ``converged`` is False when the minimum is at infinity."""
-    n, big_n = len(y), len(yhat_unlabelled)
-
-    def loss(theta):
-        def mean_loss(x, labels, size):
-            z = x @ theta
-            return (np.logaddexp(0.0, z) - labels * z).sum() / size if size else 0.0
-        return (lam * mean_loss(x_unlabelled, yhat_unlabelled, big_n) + mean_loss(x_labelled, y, n)
-                - lam * mean_loss(x_labelled, yhat_labelled, n))
-
-    theta = np.zeros(x_labelled.shape[1] if n else x_unlabelled.shape[1])
+def newton_minimum(loss, derivatives, dimension: int, tol: float = 1e-12,
+                   max_iter: int = 200) -> tuple[np.ndarray, bool]:
+    """Minimise a convex ``loss`` by Newton's method with step halving (``derivatives(theta)``:
+    gradient and Hessian); ``converged`` is False when the minimum is at infinity."""
+    theta = np.zeros(dimension)
     current = loss(theta)
     for _ in range(max_iter):
-        gradient = gradients(theta, x_labelled, y).sum(axis=0) / max(n, 1) \
-            - lam * gradients(theta, x_labelled, yhat_labelled).sum(axis=0) / max(n, 1)
-        curvature = (1 - lam) * hessian(theta, x_labelled) if n else 0.0
-        if lam and big_n:
-            gradient = gradient + lam * gradients(theta, x_unlabelled, yhat_unlabelled).mean(axis=0)
-            curvature = curvature + lam * hessian(theta, x_unlabelled)
+        gradient, curvature = derivatives(theta)
         step = np.linalg.lstsq(curvature, -gradient, rcond=None)[0]
         scale = 1.0
         while scale > 1e-10 and loss(theta + scale * step) > current + 1e-15:
@@ -119,6 +105,29 @@ def rectified_minimum(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelle
         if np.abs(scale * step).max() < tol:
             return theta, True
     return theta, False
+
+
+def rectified_minimum(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float) -> tuple[np.ndarray, bool]:
+    """The minimiser of the rectified loss (convex for ``lam`` in [0, 1])."""
+    n, big_n = len(y), len(yhat_unlabelled)
+
+    def loss(theta):
+        def mean_loss(x, labels, size):
+            z = x @ theta
+            return (np.logaddexp(0.0, z) - labels * z).sum() / size if size else 0.0
+        return (lam * mean_loss(x_unlabelled, yhat_unlabelled, big_n) + mean_loss(x_labelled, y, n)
+                - lam * mean_loss(x_labelled, yhat_labelled, n))
+
+    def derivatives(theta):
+        gradient = gradients(theta, x_labelled, y).sum(axis=0) / max(n, 1) \
+            - lam * gradients(theta, x_labelled, yhat_labelled).sum(axis=0) / max(n, 1)
+        curvature = (1 - lam) * hessian(theta, x_labelled) if n else 0.0
+        if lam and big_n:
+            gradient = gradient + lam * gradients(theta, x_unlabelled, yhat_unlabelled).mean(axis=0)
+            curvature = curvature + lam * hessian(theta, x_unlabelled)
+        return gradient, curvature
+
+    return newton_minimum(loss, derivatives, x_labelled.shape[1] if n else x_unlabelled.shape[1])
 
 
 def meat(parts: list[tuple[np.ndarray, float]], clusters: list[np.ndarray] | None) -> np.ndarray:
@@ -378,8 +387,8 @@ def active_inclusion_probabilities(judge_value: np.ndarray, expected_labels: int
 
 
 def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray, probability: np.ndarray,
-               lam: float | None, clusters: np.ndarray | None = None, reported: np.ndarray | None = None,
-               tol: float = 1e-12, max_iter: int = 200) -> tuple[np.ndarray, np.ndarray, float, bool]:
+               lam: float | None, clusters: np.ndarray | None = None,
+               reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """The active-inference M-estimator: every unit's loss on the judge value, plus on the units
     labelled with probability ``probability`` (independent draws) the gold-minus-judge correction
     weighted by 1 / probability, so the loss is unbiased for the gold one whatever the design:
@@ -388,32 +397,20 @@ def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndar
     Returns anchored parameters, covariance, lam and convergence as :func:`anchored_fit`."""
     weight = np.where(labelled, 1 / probability, 0.0)
     y = np.where(labelled, y, yhat)
-    inverse_hessian = None
     lam_used = 1.0 if lam is None else float(lam)
     for step in range(3 if lam is None else 1):
-        theta = np.zeros(x.shape[1])
-
         def loss(theta):
             z = x @ theta
             base = np.logaddexp(0.0, z)
             return np.mean(lam_used * (base - yhat * z) + weight * ((base - y * z) - lam_used * (base - yhat * z)))
 
-        current, converged = loss(theta), False
-        for _ in range(max_iter):
+        def derivatives(theta):
             p = expit(x @ theta)
             gradient = ((lam_used * (p - yhat) + weight * ((p - y) - lam_used * (p - yhat)))[:, None] * x).mean(axis=0)
             curvature = (x * ((lam_used + weight * (1 - lam_used)) * p * (1 - p))[:, None]).T @ x / len(x)
-            move = np.linalg.lstsq(curvature, -gradient, rcond=None)[0]
-            scale = 1.0
-            while scale > 1e-10 and loss(theta + scale * move) > current + 1e-15:
-                scale /= 2
-            theta = theta + scale * move
-            current = loss(theta)
-            if np.abs(theta).max() > DIVERGED:
-                break
-            if np.abs(scale * move).max() < tol:
-                converged = True
-                break
+            return gradient, curvature
+
+        theta, converged = newton_minimum(loss, derivatives, x.shape[1])
         inverse_hessian = np.linalg.pinv(hessian(theta, x))
         g, g_hat = gradients(theta, x, y), gradients(theta, x, yhat)
         a, b = weight[:, None] * g, (1 - weight)[:, None] * g_hat  # psi = a + lam b
