@@ -38,7 +38,7 @@ from scipy.special import expit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from polyrag.arena.gold_anchored import (Fit, active_fit, active_inclusion_probabilities, anchored_fit,  # noqa: E402
-                                         centred, centring, design, effective_labels, gradients, hessian, meat,
+                                         centred, centring, design, effective_labels, gold_only_covariance,
                                          normal_interval, rank_sets)
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
@@ -112,9 +112,8 @@ def fit_method(method: str, x, questions, gold, value, labelled, probability=Non
     fit = centred(estimate, cov, MODELS, 0, lam, ok)
     n_eff = None
     if method in ("PPI++", "active PPI++"):  # n_eff: the gold-only variance at the same logits
-        inverse_hessian = np.linalg.pinv(hessian(estimate, x))
-        g = gradients(estimate, x[labelled], gold[labelled])
-        gold_cov = inverse_hessian @ meat([(g, 1.0)], [questions[labelled]]) @ inverse_hessian
+        gold_cov = gold_only_covariance(estimate, x, x[labelled], gold[labelled], questions[labelled],
+                                        same_bread_as_lam=lam if method == "PPI++" else 1.0)
         n_eff = effective_labels(fit, centred(estimate, gold_cov, MODELS, 0, 0.0, ok), int(labelled.sum()))
     return fit, n_eff
 
@@ -151,7 +150,10 @@ def one_seed(args: tuple) -> list[dict]:
     return [{"scenario": scenario, "judge": judge, "seed": seed, **row} for row in rows]
 
 
-def run(seeds: int, workers: int, settings=(("spread", "biased"), ("close", "biased"), ("spread", "useless"))) -> pd.DataFrame:
+SETTINGS = (("spread", "biased"), ("close", "biased"), ("spread", "useless"))
+
+
+def run(seeds: int, workers: int, settings=SETTINGS) -> pd.DataFrame:
     jobs = [(scenario, judge, seed) for scenario, judge in settings for seed in range(seeds)]
     with ProcessPoolExecutor(workers) as pool:
         rows = [row for chunk in pool.map(one_seed, jobs, chunksize=8) for row in chunk]

@@ -28,7 +28,9 @@ rule gold_sample:
         units=lambda wildcards: f"results/arena/{GOLD['judge']}/{wildcards.lang}/units.parquet",
         questions="results/data/{lang}.parquet",
         answers=lambda wildcards: expand(
-            "results/answers/{model}/{lang}.parquet", model=judge_contestants(config, GOLD["judge"]), lang=wildcards.lang
+            "results/answers/{model}/{lang}.parquet",
+            model=judge_contestants(config, GOLD["judge"]),
+            lang=wildcards.lang,
         ),
     output:
         key="results/gold/{lang}/key.csv",
@@ -100,7 +102,9 @@ rule gold_anchored:
         ),
         labels=lambda wildcards: expand("results/gold/{lang}/labels.parquet", lang=gold_scope_languages(wildcards)),
         counts=lambda wildcards: expand("results/gold/{lang}/label_counts.json", lang=gold_scope_languages(wildcards)),
-        games=lambda wildcards: [p for lang in gold_scope_languages(wildcards) for p in judgment_paths(wildcards.judge, lang)],
+        games=lambda wildcards: [
+            path for lang in gold_scope_languages(wildcards) for path in judgment_paths(wildcards.judge, lang)
+        ],
         answers=lambda wildcards: expand(
             "results/answers/{model}/{lang}.parquet", model=contestants(wildcards), lang=gold_scope_languages(wildcards)
         ),

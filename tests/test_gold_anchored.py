@@ -16,7 +16,8 @@ from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, anchored_fit, design,
-                                         gold_anchored, gold_anchored_table, judge_gold_agreement, rank_sets)
+                                         effective_labels, gold_anchored, gold_anchored_table, judge_gold_agreement,
+                                         rank_sets)
 from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
@@ -59,7 +60,8 @@ def test_tie_free_intervals_equal_ppi_py(lam):
 
 def test_lambda_zero_is_the_bradley_terry_fit_of_the_gold_labels_alone():
     """With ties (soft labels, which ppi_py refuses), the gold-only logits equal polyrag's own BT
-    fit (choix's objective with a vanishing penalty, which only centres the logits) on a win matrix of the labelled units, ties half a win."""
+    fit (choix's objective with a vanishing penalty, which only centres the logits) on a win matrix
+    of the labelled units, ties half a win."""
     pairs, y, yhat = simulated(1, ties=True)
     labelled = np.zeros(len(pairs), bool)
     labelled[:400] = True
@@ -176,7 +178,8 @@ def test_units_average_the_valid_orders_and_keep_units_without_one():
 def arena_files():
     models = ["m1", "m2", "m3"]
     questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(6)], "query": [f"Question {i}?" for i in range(6)],
-                              "passages": [[{"docid": f"d{i}", "title": "T", "text": f"Passage {i}."}] for i in range(6)]})
+                              "passages": [[{"docid": f"d{i}", "title": "T", "text": f"Passage {i}."}]
+                                           for i in range(6)]})
     answers = {m: pd.DataFrame({"query_id": questions["query_id"],
                                 "answer": [f"Answer {i} " + "x" * (k * 5) for i in range(6)]})
                for k, m in enumerate(models)}
@@ -205,7 +208,8 @@ def test_annotation_round_trip(arena_files, tmp_path, caplog):
         assert not any(model in path.read_text() for model in models)  # no model name reaches an annotator
     # The annotator prefers the longer answer, can't judge one unit, leaves one blank.
     filled = pd.read_csv(paths[0], dtype=str, keep_default_na=False)
-    filled["label"] = np.where(filled["answer_left"].str.len() > filled["answer_right"].str.len(), "left", "Right better")
+    left_longer = filled["answer_left"].str.len() > filled["answer_right"].str.len()
+    filled["label"] = np.where(left_longer, "left", "Right better")
     filled.loc[0, "label"], filled.loc[1, "label"], filled.loc[2, "label"] = "Can't judge", "", "tie"
     filled.to_csv(tmp_path / "filled.csv", index=False)
     with caplog.at_level(logging.WARNING):
@@ -241,7 +245,8 @@ def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
         with pytest.raises(DataError, match=match):
             gold_labels(read_filled(str(tmp_path / name)), key, name)
 
-    refused(f"unit_id,label\n{ids[0]},left\nu000000000000,right\n", r"filled.csv: row 3: unit_id 'u000000000000' is not in")
+    refused(f"unit_id,label\n{ids[0]},left\nu000000000000,right\n",
+            r"filled.csv: row 3: unit_id 'u000000000000' is not in")
     refused(f"unit_id,label\n{ids[0]},left\n{ids[0]},right\n", r"row 3: unit_id '.*' is labelled twice")
     refused(f"unit_id,label\n{ids[0]},better\n", r"filled.csv: row 2: label 'better' is not one of")
     refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the gold labels need columns unit_id and label")
@@ -254,7 +259,8 @@ def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
 def test_stand_in_labeller_reads_the_games_in_the_task_order(arena_files):
     _, _, _, games = arena_files
     games = games.copy()
-    games.loc[(games["query_id"] == "q0") & (games["shown_first"] == "m1") & (games["model_b"] == "m2"), "verdict"] = "invalid"
+    shown_m1_first = (games["query_id"] == "q0") & (games["shown_first"] == "m1") & (games["model_b"] == "m2")
+    games.loc[shown_m1_first, "verdict"] = "invalid"
     key = sample_units(judge_units(games, "en"), "en", seed=3, count=18)
     filled = stand_in_labels(key, games).merge(key, on="unit_id")
     for row in filled.itertuples():
@@ -309,3 +315,13 @@ def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(are
     table = gold_anchored_table(units, labels, models, counts, active=True)
     assert (table["design"] == "active").all() and table.loc[0, "model"] == "m3"
     assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()
+
+
+def test_effective_labels_equal_the_labels_when_the_judge_gets_no_weight():
+    pairs, y, yhat = simulated(4, ties=True)
+    labelled = np.arange(len(pairs)) < 200
+    clusters = np.arange(len(pairs)) // 5
+    fits = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, lam=0.0, clusters=clusters)
+    assert effective_labels(fits["gold_anchored"], fits["gold_only_at_anchored"], 200) == pytest.approx(200)
+    tuned = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters)
+    assert (effective_labels(tuned["gold_anchored"], tuned["gold_only_at_anchored"], 200) > 200).all()

@@ -107,7 +107,8 @@ def newton_minimum(loss, derivatives, dimension: int, tol: float = 1e-12,
     return theta, False
 
 
-def rectified_minimum(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float) -> tuple[np.ndarray, bool]:
+def rectified_minimum(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled,
+                      lam: float) -> tuple[np.ndarray, bool]:
     """The minimiser of the rectified loss (convex for ``lam`` in [0, 1])."""
     n, big_n = len(y), len(yhat_unlabelled)
 
@@ -238,11 +239,19 @@ def gold_anchored(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarray, y: 
     theta_j, cov_j, _, ok_j = anchored_fit(x, yhat, yhat, empty, np.zeros(0), 0.0, clusters,
                                            None if clusters is None else np.zeros(0))
     fits["judge_only"] = centred(theta_j, cov_j, n_models, anchor, 0.0, ok_j)
-    inverse_hessian = np.linalg.pinv(hessian(theta, x))
-    g = gradients(theta, x_l, y)
-    cov_gold = inverse_hessian @ meat([(g, 1.0)], None if c_l is None else [c_l]) @ inverse_hessian
+    cov_gold = gold_only_covariance(theta, x, x_l, y, c_l, same_bread_as_lam=lam_used if probability is None else 1.0)
     fits["gold_only_at_anchored"] = centred(theta, cov_gold, n_models, anchor, 0.0, ok)
     return fits
+
+
+def gold_only_covariance(theta, x, x_labelled, y, clusters_labelled, same_bread_as_lam: float) -> np.ndarray:
+    """The covariance a gold-only fit of the labelled units would have at ``theta``, with the same
+    Hessian as the fit it is compared with (all units, or the labelled ones when that fit's lam is
+    0, as in :func:`anchored_fit`), so that at lam 0 the two agree and n_eff is n."""
+    inverse_hessian = np.linalg.pinv(hessian(theta, x if same_bread_as_lam else x_labelled))
+    g = gradients(theta, x_labelled, y)
+    groups = None if clusters_labelled is None else [clusters_labelled]
+    return inverse_hessian @ meat([(g, 1.0)], groups) @ inverse_hessian
 
 
 def normal_interval(fit: Fit, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

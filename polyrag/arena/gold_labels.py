@@ -34,7 +34,8 @@ LABELS = ("left", "right", "tie", "cant_judge")
 #: Label Studio's choice names, in the order of ``LABELS``
 CHOICES = ("Left better", "Right better", "Tie", "Can't judge")
 TASK_COLUMNS = ["unit_id", "question", "passages", "answer_left", "answer_right", "label"]
-KEY_COLUMNS = ["unit_id", "lang", "query_id", "model_a", "model_b", "model_left", "model_right", "inclusion_probability"]
+KEY_COLUMNS = ["unit_id", "lang", "query_id", "model_a", "model_b", "model_left", "model_right",
+               "inclusion_probability"]
 
 LABEL_STUDIO_CONFIG = """<View>
   <Header value="Question"/>

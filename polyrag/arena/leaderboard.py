@@ -133,7 +133,8 @@ def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> p
     (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge), and
     ``gold_anchored_by``, which judge and how many labels over which languages."""
     scope = gold["scope"].iloc[0]
-    by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({'all labelled languages' if scope == 'all' else scope})"
+    languages = "all labelled languages" if scope == "all" else scope
+    by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({languages})"
     columns = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low", "ci_high": "gold_anchored_ci_high",
                "rank": "gold_anchored_rank", "rank_best": "gold_anchored_rank_best",
                "rank_worst": "gold_anchored_rank_worst"}
