@@ -293,6 +293,10 @@ def test_gold_anchored_table_and_agreement(arena_files):
     length = {(m, f"{q}-{k}"): v for (m, q), v in length.items() for k in range(20)}
     agreement = judge_gold_agreement(units, labels, many, length).set_index("metric")["value"]
     assert agreement["agreement"] > agreement["chance_agreement"]
+    confusion = agreement[agreement.index.str.startswith("judge_")]
+    assert len(confusion) == 9 and confusion.sum() == len(labels)
+    diagonal = sum(agreement[f"judge_{k}_gold_{k}"] for k in ("model_a", "tie", "model_b"))
+    assert diagonal / len(labels) == pytest.approx(agreement["agreement"])
     with pytest.raises(DataError, match="gold labels for units the judge did not judge"):
         gold_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
                             models, counts)

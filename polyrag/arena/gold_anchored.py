@@ -351,7 +351,8 @@ def judge_gold_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.Da
 
     ``agreement``: the judge's decision (its unit value above, below or at 0.5) equals the gold
     one; ``chance_agreement``: what a judge with the same marginal shares but no skill would get;
-    ``kappa``: Cohen's. Over the judge's single-order games that contradict a decisive gold label:
+    ``kappa``: Cohen's; ``judge_{x}_gold_{y}``: the confusion matrix (counts of units). Over the
+    judge's single-order games that contradict a decisive gold label:
     ``errors_first_shown`` (share where the judge picked the answer shown first; 0.5 without
     position bias) and ``errors_longer_answer`` (share where it picked the longer answer; 0.5
     without length bias). ``answer_length``: (model, query_id) -> characters."""
@@ -365,6 +366,9 @@ def judge_gold_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.Da
     chance = float(sum((judge == k).mean() * (gold == k).mean() for k in (-1, 0, 1)))
     rows = [("agreement", agreement, len(merged)), ("chance_agreement", chance, len(merged)),
             ("kappa", (agreement - chance) / (1 - chance) if chance < 1 else np.nan, len(merged))]
+    names = {1: "model_a", 0: "tie", -1: "model_b"}  # the confusion matrix, as counts
+    rows += [(f"judge_{names[j]}_gold_{names[k]}", float(((judge == j) & (gold == k)).sum()), len(merged))
+             for j in (1, 0, -1) for k in (1, 0, -1)]
     decisive = merged[merged["gold"] != 0.5]
     loser = dict(zip(zip(decisive["query_id"].astype(str), decisive["model_a"], decisive["model_b"]),
                      decisive["model_b"].where(decisive["gold"] == 1.0, decisive["model_a"])))
