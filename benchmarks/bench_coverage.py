@@ -338,7 +338,9 @@ def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method
 
     rows = bench_gold_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
     row = next(r for r in rows if r["method"] == method)
-    return {"covered": row["covered"], "width": row["width"], "ranks_covered": row["ranks_covered"]}
+    # an unbounded interval (the labels separate a model) covers; its width is left out of the mean
+    width = row["width"] if np.isfinite(row["width"]) else np.nan
+    return {"covered": row["covered"], "width": width, "ranks_covered": row["ranks_covered"]}
 
 
 def gold_anchored_cells() -> list[tuple]:
