@@ -3,11 +3,12 @@ judge, per language or pooled over the labelled languages (``all``)."""
 
 import json
 import logging
+from pathlib import Path
 
 import pandas as pd
 
 from polyrag.arena.games import read_games
-from polyrag.arena.gold_anchored import gold_anchored_table, judge_gold_agreement
+from polyrag.arena.gold_anchored import agreement_over_languages, gold_anchored_table
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")
@@ -32,22 +33,11 @@ def main() -> None:
              table["lambda"].iloc[0], dict(zip(table["model"], table["n_eff"].round(1))))
     if not table["converged"].all():
         log.warning("the gold-anchored fit has no finite maximum (the labels separate a model): unbounded intervals")
-    # Question ids are unique within a language only: the agreement reads them with the language.
-    def in_language(frame, lang):
-        return frame.assign(query_id=lang + "/" + frame["query_id"].astype(str))
-
-    games, answers = [], []
-    for lang in sm.params.languages:
-        games.append(in_language(read_games([p for p in sm.input.games if f"/{lang}/" in p]), lang))
-        for model in sm.params.models:
-            path = next(p for p in sm.input.answers if p.endswith(f"/{model}/{lang}.parquet"))
-            frame = pd.read_parquet(path, columns=["query_id", "answer"])
-            answers.append(in_language(frame, lang).assign(model=model))
-    games, answers = pd.concat(games, ignore_index=True), pd.concat(answers, ignore_index=True)
-    length = dict(zip(zip(answers["model"], answers["query_id"]), answers["answer"].fillna("").str.len()))
-    units = units.assign(query_id=units["lang"] + "/" + units["query_id"].astype(str))
-    labels = labels.assign(query_id=labels["lang"] + "/" + labels["query_id"].astype(str))
-    agreement = judge_gold_agreement(units, labels, games, length)
+    games = {lang: read_games([p for p in sm.input.games if f"/{lang}/" in p]) for lang in sm.params.languages}
+    answers = {}
+    for path in map(Path, sm.input.answers):  # results/answers/{model}/{lang}.parquet
+        answers[path.stem, path.parent.name] = pd.read_parquet(path, columns=["query_id", "answer"])
+    agreement = agreement_over_languages(units, labels, games, answers)
     table.to_csv(sm.output.table, index=False)
     agreement.to_csv(sm.output.agreement, index=False)
 

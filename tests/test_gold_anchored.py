@@ -15,7 +15,8 @@ import pytest
 from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
-from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, anchored_fit, design,
+from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, agreement_over_languages,
+                                         anchored_fit, design,
                                          effective_labels, gold_anchored, gold_anchored_table, judge_gold_agreement,
                                          rank_sets)
 from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
@@ -297,6 +298,18 @@ def test_gold_anchored_table_and_agreement(arena_files):
     assert len(confusion) == 9 and confusion.sum() == len(labels)
     diagonal = sum(agreement[f"judge_{k}_gold_{k}"] for k in ("model_a", "tie", "model_b"))
     assert diagonal / len(labels) == pytest.approx(agreement["agreement"])
+    # Two languages with the same question ids pool without mixing their questions up: the shares
+    # stay those of one language, the counts double.
+    expanded = {(lang, m): pd.concat([f.assign(query_id=f["query_id"] + f"-{k}") for k in range(20)])
+                for lang in ("en", "de") for m, f in answers.items()}
+    copy = {"lang": "de", "unit_id": lambda frame: frame["unit_id"] + "-de"}
+    both_units, both_labels = pd.concat([units, units.assign(**copy)]), pd.concat([labels, labels.assign(**copy)])
+    pooled = agreement_over_languages(both_units, both_labels, {"en": many, "de": many}, expanded).set_index("metric")
+    single = agreement_over_languages(units, labels, {"en": many},
+                                      {k: v for k, v in expanded.items() if k[0] == "en"}).set_index("metric")
+    shares = ["agreement", "chance_agreement", "kappa"]
+    assert pooled.loc[shares, "value"].tolist() == pytest.approx(single.loc[shares, "value"].tolist())
+    assert (pooled["n"] == 2 * single["n"]).all() and pooled.loc["agreement", "n"] == 2 * len(labels)
     with pytest.raises(DataError, match="gold labels for units the judge did not judge"):
         gold_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
                             models, counts)

@@ -436,3 +436,20 @@ def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndar
     psi = a + lam_used * b
     covariance = inverse_hessian @ meat([(psi, 1.0)], None if clusters is None else [clusters]) @ inverse_hessian
     return theta, covariance, lam_used, converged
+
+
+def agreement_over_languages(units: pd.DataFrame, labels: pd.DataFrame, games: dict[str, pd.DataFrame],
+                             answers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """:func:`judge_gold_agreement` over one language or several pooled (``games``: language ->
+    its games; ``answers``: (language, model) -> its answers file). Question ids are unique within
+    a language only, so each is read with its language."""
+    def in_language(frame: pd.DataFrame, lang) -> pd.DataFrame:
+        return frame.assign(query_id=lang + "/" + frame["query_id"].astype(str))
+
+    length = {}
+    for (lang, model), frame in answers.items():
+        keyed = in_language(frame, lang)
+        length.update(zip(zip([model] * len(keyed), keyed["query_id"]), keyed["answer"].fillna("").str.len()))
+    pooled_games = pd.concat([in_language(frame, lang) for lang, frame in games.items()], ignore_index=True)
+    return judge_gold_agreement(in_language(units, units["lang"]), in_language(labels, labels["lang"]),
+                                pooled_games, length)
