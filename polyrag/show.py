@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
+
 COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "judged"]
 
 
@@ -24,9 +26,9 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
         wide = pd.read_csv(detailed)
         if "gold_anchored_by" in wide:
             gold = wide[wide["gold_anchored_logit"].notna()].sort_values("gold_anchored_rank")
-            gold = gold[["gold_anchored_rank", "model", "gold_anchored_logit", "gold_anchored_ci_low",
-                         "gold_anchored_ci_high", "gold_anchored_rank_best", "gold_anchored_rank_worst"]]
-            gold.columns = ["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]
+            gold = gold[["model", *GOLD_ANCHORED_COLUMNS.values()]].rename(
+                columns={wide_name: name for name, wide_name in GOLD_ANCHORED_COLUMNS.items()})
+            gold = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]]
             text += (f"Gold-anchored ranking ({wide['gold_anchored_by'].iloc[0]}; intervals for the labellers' "
                      f"preferences):\n{gold.head(rows).to_string(index=False, float_format=lambda x: f'{x:.2f}')}\n\n")
     return text + f"Report: open {report.resolve()} in a browser"

@@ -58,7 +58,7 @@ rule gold_sample:
 rule gold_stand_in:
     input:
         key="results/gold/{lang}/key.csv",
-        games=lambda wildcards: judgment_paths(GOLD["stand_in"], wildcards.lang),
+        games=lambda wildcards: judgment_paths(wildcards.judge, wildcards.lang),
     output:
         "results/gold/{lang}/filled_by_{judge}.csv",
     localrule: True

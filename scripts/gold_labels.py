@@ -5,7 +5,7 @@ import logging
 
 import pandas as pd
 
-from polyrag.arena.gold_labels import gold_labels, read_filled
+from polyrag.arena.gold_labels import gold_labels, read_filled, read_key
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")
@@ -13,7 +13,7 @@ log = logging.getLogger("polyrag")
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    key = pd.read_csv(sm.input.key, dtype=str)
+    key = read_key(sm.input.key)
     labels, counts = gold_labels(read_filled(sm.input.filled), key, sm.input.filled)
     log.info("%s: %s", sm.input.filled, counts)
     labels.to_parquet(sm.output.labels, index=False)

@@ -3,13 +3,13 @@
 import pandas as pd
 
 from polyrag.arena.games import read_games
-from polyrag.arena.gold_labels import stand_in_labels
+from polyrag.arena.gold_labels import read_key, stand_in_labels
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    key = pd.read_csv(sm.input.key, dtype=str)
+    key = read_key(sm.input.key)
     stand_in_labels(key, read_games(sm.input.games)).to_csv(sm.output[0], index=False)
 
 

@@ -328,7 +328,7 @@ def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(are
     assert unsure > 1.5 * (units["judge_value"] == 0.5).mean()  # the orders disagree more often among the sampled
     assert abs(len(key) - 200) < 4 * np.sqrt(200)  # Bernoulli draws: 200 expected
     assert key["inclusion_probability"].between(0.5 * 200 / len(units) - 1e-12, 1).all()
-    labels, counts = gold_labels(stand_in_labels(key, many).assign(where="x"), key.astype(str), "stand-in")
+    labels, counts = gold_labels(stand_in_labels(key, many).assign(where="x"), key, "stand-in")
     table = gold_anchored_table(units, labels, models, counts, active=True)
     assert (table["design"] == "active").all() and table.loc[0, "model"] == "m3"
     assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()

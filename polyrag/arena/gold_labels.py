@@ -80,6 +80,12 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
     return chosen[KEY_COLUMNS]
 
 
+def read_key(path: str) -> pd.DataFrame:
+    """``key.csv`` as ``sample_units`` wrote it: ids and model names as text (a numeric-looking
+    question id stays text), ``inclusion_probability`` as a number."""
+    return pd.read_csv(path, dtype={column: str for column in KEY_COLUMNS if column != "inclusion_probability"})
+
+
 def passages_text(passages) -> str:
     return "\n\n".join(f"[{p['docid']}] {p['title']}\n{p['text']}" if p.get("title") else f"[{p['docid']}] {p['text']}"
                        for p in passages)
@@ -188,7 +194,6 @@ def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.
         row = repeated.iloc[0]
         raise DataError(f"{row['where']}: unit_id {row['unit_id']!r} is labelled twice")
     merged = key.merge(filled[["unit_id", "label"]], on="unit_id", how="left")
-    merged["inclusion_probability"] = merged["inclusion_probability"].astype(float)  # key.csv may be read as text
     left_is_a = merged["model_left"] == merged["model_a"]
     left_value = merged["label"].map({"left": 1.0, "right": 0.0, "tie": 0.5})
     merged["gold"] = left_value.where(left_is_a, 1.0 - left_value)

@@ -36,6 +36,10 @@ import pandas as pd
 
 from polyrag.arena.bradley_terry import intervals_and_ranks
 
+#: the gold-anchored table's columns and their names in leaderboard_detailed.csv
+GOLD_ANCHORED_COLUMNS = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low",
+                         "ci_high": "gold_anchored_ci_high", "rank": "gold_anchored_rank",
+                         "rank_best": "gold_anchored_rank_best", "rank_worst": "gold_anchored_rank_worst"}
 SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "games",
                  "share_spent"]
 
@@ -135,10 +139,8 @@ def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> p
     scope = gold["scope"].iloc[0]
     languages = "all labelled languages" if scope == "all" else scope
     by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({languages})"
-    columns = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low", "ci_high": "gold_anchored_ci_high",
-               "rank": "gold_anchored_rank", "rank_best": "gold_anchored_rank_best",
-               "rank_worst": "gold_anchored_rank_worst"}
-    merged = table.merge(gold[["model", *columns]].rename(columns=columns), on="model", how="left")
+    merged = table.merge(gold[["model", *GOLD_ANCHORED_COLUMNS]].rename(columns=GOLD_ANCHORED_COLUMNS), on="model",
+                         how="left")
     for column in ("gold_anchored_rank", "gold_anchored_rank_best", "gold_anchored_rank_worst"):
         merged[column] = merged[column].astype("Int64")
     return merged.assign(gold_anchored_by=by)
