@@ -11,8 +11,8 @@ from polyrag.logs import run_logged
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     options = sm.params.options
-    settings = {"max_attempts": options["max_attempts"], "temperature": options["temperature"],
-                "max_tokens": options["max_tokens"], "seed": sm.params.seed}
+    settings = {key: options[key] for key in ("max_attempts", "max_failure_fraction", "temperature", "max_tokens")}
+    settings["seed"] = sm.params.seed
     llm = open_llm(sm.params.judge["name"], backend_options(sm.params.judge["entry"]), cache_dir=sm.params.cache_dir,
                    seed=sm.params.seed)
     try:

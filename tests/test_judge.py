@@ -16,7 +16,7 @@ from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
 
 REFERENCE = {"weights": {"similarity": 1.0, "citation": 1.0, "language": 1.0}, "tie_margin": 0.05}
-JUDGING = {"max_attempts": 3, "temperature": 0.1, "max_tokens": 64, "seed": 1}
+JUDGING = {"max_attempts": 3, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 64, "seed": 1}
 
 
 def test_the_last_verdict_counts():
@@ -142,8 +142,45 @@ def test_games_with_the_same_prompt_are_asked_once(hindi):
     same = [perfect(r) for r in records]
     judge = ScriptedJudge()
     rows = judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, same, same))], JUDGING)[0]
-    assert len(rows) == 6 and [r["judge_calls"] for r in rows] == [2] * 6
     assert len(judge.prompts) == len(set(judge.prompts)) * 2 == 3 * 2  # 3 distinct prompts, 2 attempts each
+    # The cost is counted once, on the game that asked first (A shown first); its twin costs nothing.
+    assert [r["judge_calls"] for r in rows] == [2, 0] * 3 and [r["judge_tokens"] for r in rows] == [22, 0] * 3
+    assert sum(r["judge_calls"] for r in rows) == len(judge.prompts)
+
+
+class RejectingJudge(Backend):
+    """Rejects every prompt that holds ``rejected`` (as a model rejects a prompt longer than its
+    context); says [[C]] to the others."""
+
+    name = identity = "rejecting"
+
+    def __init__(self, rejected: str):
+        self.rejected = rejected
+
+    def stream(self, requests):
+        for i, request in enumerate(requests):
+            if self.rejected in request.messages[0]["content"]:
+                yield i, Response(text=None, error="prompt of 5000 tokens does not fit the model's context of 4096")
+            else:
+                yield i, Response(text="[[C]]", tokens=4)
+
+
+def test_rejected_judge_requests_are_bounded_by_max_failure_fraction(hindi):
+    """A judge that rejects one question's prompts (2 of 6 games) fails the job at the default 5%;
+    with a looser bound the two games are kept as invalid with the rejection in raw_output."""
+    records, _ = hindi
+    a = [perfect(r) for r in records]
+    b = [{**x, "answer": x["answer"] + " (b)"} for x in a]
+    judge = RejectingJudge(records[0]["query"])
+    with pytest.raises(TooManyFailures, match=r"the model rejected 2 of 6 requests \(33\.3% > "
+                                              r"judging\.max_failure_fraction 5\.0%\), e\.g\. error: prompt of 5000"):
+        judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, a, b))], JUDGING)
+    rows = judge_pairs_with_llm(LLM(judge), [("m1", "m2", arena_items(records, a, b))],
+                                {**JUDGING, "max_failure_fraction": 0.5})[0]
+    assert [r["verdict"] for r in rows] == ["invalid", "invalid", "tie", "tie", "tie", "tie"]
+    assert rows[0]["raw_output"].startswith("error: prompt of 5000 tokens")
+    # A rejection is not retried into a verdict: 3 attempts, each rejected.
+    assert [r["judge_calls"] for r in rows] == [3, 3, 1, 1, 1, 1]
 
 
 class FirstLetterJudge(Backend):

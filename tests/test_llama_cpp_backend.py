@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from polyrag.data.demo import load_demo
+from polyrag.errors import LLMUnavailable
+from polyrag.llm.cache import ResponseCache
+from polyrag.llm.client import LLM
 from polyrag.generate.prompts import answer_messages
 from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 from polyrag.llm.types import Request
@@ -34,3 +37,25 @@ def test_prompt_longer_than_context_is_an_error_row(gemma_gguf):
     [(_, response)] = list(small.stream([Request(prompt="word " * 2000, max_tokens=4)]))
     small.close()
     assert response.text is None and "context" in response.error.lower()
+
+
+def test_a_failing_engine_fails_the_job_after_caching_what_arrived(gemma, tmp_path, monkeypatch):
+    """A decode failure (llama.cpp raises RuntimeError when llama_decode fails, e.g. out of memory)
+    after the first answer: the job fails, the first answer is cached, the rerun asks the rest."""
+    requests = [Request(prompt=f"Count to {k}:", max_tokens=3, temperature=0) for k in (3, 4, 5)]
+    complete = gemma.llm.create_completion
+    answered = []
+
+    def decode_fails_after_one(**kwargs):
+        if answered:
+            raise RuntimeError("llama_decode returned -3")
+        answered.append(kwargs)
+        return complete(**kwargs)
+
+    monkeypatch.setattr(gemma.llm, "create_completion", decode_fails_after_one)
+    with pytest.raises(LLMUnavailable, match=r"^answers: the llama_cpp engine of gemma-3-270m-q4_k_m\.gguf failed: "
+                                             r"RuntimeError: llama_decode returned -3; 1 of 3 new responses arrived"):
+        LLM(gemma, ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="answers")
+    monkeypatch.undo()
+    again = LLM(gemma, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert [r.cached for r in again] == [True, False, False] and all(r.ok for r in again)

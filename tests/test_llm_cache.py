@@ -64,6 +64,21 @@ def test_cached_responses_skip_the_backend(tmp_path):
     assert [r.cached for r in again] == [True, True, False, True]
 
 
+def test_calls_and_tokens_count_each_distinct_request_once(tmp_path):
+    """Duplicates in a batch are one call; a cache hit reports the tokens it cost when it was made,
+    so the cost of a result is the same computed fresh or read back (issue: judge tokens +33%)."""
+    requests = [chat(t) for t in ("a", "b", "a", "c", "a", "b")]
+    backend = Echo()
+    fresh = LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert backend.seen == ["a", "b", "c"]
+    assert [r.calls for r in fresh] == [1, 1, 0, 1, 0, 0]
+    assert sum(r.cost_tokens for r in fresh) == 7 * len(backend.seen)
+    again = LLM(Echo(), ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert all(r.cached for r in again)
+    assert [(r.calls, r.cost_tokens) for r in again] == [(r.calls, r.cost_tokens) for r in fresh]
+    assert [r.text for r in again] == [r.text for r in fresh] == ["A", "B", "A", "C", "A", "B"]
+
+
 def test_a_killed_job_keeps_what_returned(tmp_path):
     requests = [chat(t) for t in "abcdef"]
     with pytest.raises(KeyboardInterrupt):

@@ -472,7 +472,7 @@ def test_similarity_scores_are_e5_cosines_to_the_best_passage_and_the_question()
 
 def test_llm_judge_prompts_retries_and_missing_labels():
     judge = ScriptedJudge()
-    settings = {"include_question": True, "max_attempts": 5, "temperature": 0.1, "max_tokens": 64, "seed": 0}
+    settings = {"include_question": True, "max_attempts": 5, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 64, "seed": 0}
     table = llm_predictions(LLM(judge), sentences_frame(), ["faithfulness", "relevance"], ["zero_shot", "ag_cot"], settings)
     faithful = table[table["task"] == "faithfulness"]
     assert set(faithful["prompt"]) == {"zero_shot", "ag_cot"}
@@ -515,7 +515,7 @@ def test_llm_judge_with_a_real_model_server(llama_server, embedded_data):
                             mode="completion", timeout=120)
     sentences = read_memerag(embedded_data / "memerag" / "de.jsonl", "de").head(2)
     sentences["context"] = sentences["context"].map(lambda passages: passages[:2])  # CPU time
-    settings = {"include_question": True, "max_attempts": 2, "temperature": 0.1, "max_tokens": 12, "seed": 0}
+    settings = {"include_question": True, "max_attempts": 2, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 12, "seed": 0}
     table = llm_predictions(LLM(backend), sentences, ["faithfulness"], ["zero_shot"], settings)
     assert len(table) == 2 and table["raw_output"].map(lambda text: isinstance(text, str) and text != "").all()
     assert table["calls"].between(1, 2).all()

@@ -105,7 +105,7 @@ def every_llm_caller(repo):
     answers = [{"query_id": r["query_id"], "answer": r["reference_answer"], "cited_docids": [], "raw_output": ""}
                for r in records]
     other = [{**a, "answer": f"{a['answer']} (b)"} for a in answers]
-    judging = {"max_attempts": 2, "temperature": 0.1, "max_tokens": 8, "seed": 1}
+    judging = {"max_attempts": 2, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 8, "seed": 1}
     generation = {"prompt": "mirage", "temperature": 0.1, "max_tokens": 8, "seed": 1, "max_failure_fraction": 1.0}
     return {
         "judge": lambda llm: judge_pairs_with_llm(llm, [("m1", "m2", arena_items(records, answers, other))], judging)[0],
@@ -192,7 +192,7 @@ def test_a_server_outage_fails_the_judge_job_and_the_rerun_completes_it(llama_se
     """The server dies after 3 answers: the job raises with 3 responses cached; once the server is back
     the rerun sends only the missing requests and writes the verdicts of an uninterrupted run."""
     games = arena_items(*short_arena(3))  # 6 games
-    judging = {"max_attempts": 2, "temperature": 0.0, "max_tokens": 10, "seed": 1}
+    judging = {"max_attempts": 2, "max_failure_fraction": 0.05, "temperature": 0.0, "max_tokens": 10, "seed": 1}
     options = {"concurrency": 2, "max_retries": 2}
 
     def judge(url, cache):

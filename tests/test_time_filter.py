@@ -39,7 +39,7 @@ def test_time_dependent_questions_are_dropped():
         ["Who is the current mayor of Lagos?", "When was Petra founded?", "A rambling question about the current year?",
          "A rambling question about rivers?"])]
     judge = ScriptedJudge()
-    kept = drop_time_dependent(records, LLM(judge), seed=0)
+    kept = drop_time_dependent(records, LLM(judge), seed=0, max_failure_fraction=0.05)
     assert [r["query_id"] for r in kept] == ["1", "3"]
     assert len(judge.asked) == 6  # four questions, two asked again
     assert "Question: Who is the current mayor of Lagos?" in judge.asked[0]

@@ -10,7 +10,10 @@ torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
+from polyrag.errors import LLMUnavailable  # noqa: E402
+from polyrag.llm.cache import ResponseCache  # noqa: E402
 from polyrag.llm.chat_text import messages_to_text  # noqa: E402
+from polyrag.llm.client import LLM  # noqa: E402
 from polyrag.llm.transformers_backend import TransformersBackend, truncate_at_stop  # noqa: E402
 from polyrag.llm.types import Request  # noqa: E402
 
@@ -60,6 +63,37 @@ def test_greedy_batch_matches_single_generate(tiny_model):
     ids = tokenizer(messages_to_text(requests[1].messages), return_tensors="pt", add_special_tokens=False)
     expected = model.generate(**ids, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.pad_token_id)
     assert out[1].text == tokenizer.decode(expected[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_a_prompt_longer_than_the_context_is_a_row_and_the_others_are_answered(tiny_model):
+    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=2)
+    requests = [Request(prompt="the river", temperature=0, max_tokens=3),
+                Request(prompt="the river " * 200, temperature=0, max_tokens=3),  # 400 words, 256 positions
+                Request(prompt="the Gulf of Guinea", temperature=0, max_tokens=3)]
+    out = dict(backend.stream(requests))
+    assert out[0].ok and out[2].ok
+    assert out[1].text is None and out[1].error == "prompt of 400 tokens does not fit the model's context of 256"
+
+
+def test_a_dead_device_fails_the_job_after_caching_what_arrived(tiny_model, tmp_path):
+    """The second batch finds the weights gone (moved to the meta device, as after a lost GPU):
+    the job fails with LLMUnavailable, the first batch's answers are cached, a rerun finishes."""
+    requests = [Request(prompt=f"the river {word}", temperature=0, max_tokens=3) for word in ("ends", "flows", "delta")]
+    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=1)
+    generate = backend._generate
+
+    def device_lost_after_the_first_batch(batch, ids):
+        answers = generate(batch, ids)
+        backend.model.to("meta")
+        return answers
+
+    backend._generate = device_lost_after_the_first_batch
+    with pytest.raises(LLMUnavailable, match=r"^answers: the transformers engine of .* failed: .*; "
+                                             r"1 of 3 new responses arrived and are cached"):
+        LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="answers")
+    rerun = LLM(TransformersBackend(str(tiny_model), device="cpu", batch_size=1), ResponseCache(tmp_path / "c.sqlite"))
+    again = rerun.generate(requests)
+    assert [r.cached for r in again] == [True, False, False] and all(r.ok for r in again)
 
 
 def test_sampling_is_seeded(tiny_model):

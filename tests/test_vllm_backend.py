@@ -21,3 +21,51 @@ def test_missing_vllm_is_a_clear_error():
     entry = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct"}
     with pytest.raises(BackendUnavailable, match=r"backend 'vllm' for model 'Qwen/Qwen2.5-7B-Instruct' needs the vllm package"):
         make_backend("qwen", entry, cache_dir="unused", seed=0)
+
+
+class FakeOutput:
+    def __init__(self, prompt: str):
+        self.prompt_token_ids = prompt.split()
+        self.outputs = [type("Completion", (), {"text": prompt.upper(), "token_ids": [1, 2]})()]
+
+
+class DyingEngine:
+    """The parts of ``vllm.LLM`` the backend uses (vllm needs a GPU, absent here): a whitespace
+    tokenizer, a context of 8 tokens, and ``generate`` that raises CUDA's out-of-memory error
+    from its second call on."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+        self.llm_engine = type("Engine", (), {"model_config": type("Config", (), {"max_model_len": 8})()})()
+
+    def get_tokenizer(self):
+        return type("Tokenizer", (), {"encode": staticmethod(str.split)})()
+
+    def generate(self, prompts, sampling_params, use_tqdm, lora_request):
+        self.calls.append(list(prompts))
+        if len(self.calls) > 1:
+            raise RuntimeError("CUDA error: out of memory")
+        return [FakeOutput(p) for p in prompts]
+
+
+def test_a_long_prompt_is_a_row_and_a_dead_engine_fails_the_job_after_caching(tmp_path):
+    from polyrag.errors import LLMUnavailable
+    from polyrag.llm.cache import ResponseCache
+    from polyrag.llm.client import LLM
+    from polyrag.llm.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend.__new__(VLLMBackend)  # the engine is the fake above; the rest is the backend's own code
+    backend.identity, backend.mode, backend.chunk_size, backend.lora_request = "fake", "completion", 2, None
+    backend._vllm = type("vllm", (), {"SamplingParams": dict})
+    backend.llm = DyingEngine()
+    requests = [Request(prompt=p) for p in ("a b", "one two three four five six seven eight", "c d", "e f", "g h")]
+    with pytest.raises(LLMUnavailable, match=r"^answers: the vllm engine of fake failed: RuntimeError: CUDA error: "
+                                             r"out of memory; 3 of 5 new responses arrived and are cached"):
+        LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="answers")
+    assert backend.llm.calls == [["a b", "c d"], ["e f", "g h"]]  # the long prompt never reached the engine
+    backend.llm = DyingEngine()
+    again = LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
+    assert [r.text for r in again] == ["A B", None, "C D", "E F", "G H"]
+    assert again[1].error == "prompt of 8 tokens does not fit the model's context of 8"
+    assert [r.cached for r in again] == [True, False, True, False, False]
+    assert backend.llm.calls == [["e f", "g h"]]

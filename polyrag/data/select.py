@@ -47,7 +47,7 @@ def select_questions(config: dict, key: str, time_filter_llm=None) -> list[dict]
     if time_filter_llm is not None:
         from polyrag.data.time_filter import drop_time_dependent
 
-        records = drop_time_dependent(records, time_filter_llm, seed)
+        records = drop_time_dependent(records, time_filter_llm, seed, config["generation"]["max_failure_fraction"])
     records = subsample(records, data["max_questions"], seed, "questions", key)
     if not records:
         raise DataError(f"language {key!r}: no questions left from source {data['source']!r}")

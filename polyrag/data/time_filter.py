@@ -19,10 +19,14 @@ def parse_label(text: str | None) -> bool | None:
     return None if not labels else labels[-1].lower() == "yes"
 
 
-def drop_time_dependent(records: list[dict], llm: LLM, seed: int, attempts: int = 3) -> list[dict]:
-    """Keep questions the model labels not time-dependent; unreadable labels are retried, then kept."""
+def drop_time_dependent(records: list[dict], llm: LLM, seed: int, max_failure_fraction: float,
+                        attempts: int = 3) -> list[dict]:
+    """Keep questions the model labels not time-dependent; unreadable labels are retried, then kept.
+    The filter is a model under models:, so generation.max_failure_fraction bounds its rejections."""
     prompts = [[{"role": "user", "content": render("data/time_filter.j2", query=r["query"])}] for r in records]
-    labels = [r.value for r in ask_until_parsed(llm, prompts, parse_label, max_attempts=attempts, temperature=0.1,
+    labels = [r.value for r in ask_until_parsed(llm, prompts, parse_label, max_attempts=attempts,
+                                                max_failure_fraction=max_failure_fraction,
+                                                failure_setting="generation.max_failure_fraction", temperature=0.1,
                                                 max_tokens=256, seed=seed, desc="time filter")]
     unreadable = sum(label is None for label in labels)
     dropped = sum(bool(label) for label in labels)

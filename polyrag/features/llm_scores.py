@@ -39,7 +39,8 @@ def llm_scores(llm: LLM, records: list[dict], answers: list[dict], settings: dic
             if feature == "answer_overlap_llm":
                 variables["reference"] = strip_citations(record["reference_answer"], docids)
             jobs.append((k, [{"role": "user", "content": render(template, **variables)}]))
-        results = ask_until_parsed(llm, [prompt for _, prompt in jobs], parse_score, desc=feature, **settings)
+        results = ask_until_parsed(llm, [prompt for _, prompt in jobs], parse_score, desc=feature,
+                                   failure_setting="features.llm.max_failure_fraction", **settings)
         for (k, _), result in zip(jobs, results):
             rows[k][feature] = result.value
         unread = sum(r.value is None for r in results)

@@ -92,7 +92,9 @@ def judge_pairs_with_llm(llm: LLM, matchups: list[tuple[str, str, list]], settin
     prompts = [judge_prompt(record, *((a, b) if a_first else (b, a))) for _, (record, a, b), a_first in games]
     names = ", ".join(f"{a} vs {b}" for a, b, _ in matchups[:3]) + (f" (+{len(matchups) - 3} pairs)" if len(matchups) > 3 else "")
     results = ask_until_parsed(
-        llm, prompts, parse_verdict, max_attempts=settings["max_attempts"], temperature=settings["temperature"],
+        llm, prompts, parse_verdict, max_attempts=settings["max_attempts"],
+        max_failure_fraction=settings["max_failure_fraction"], failure_setting="judging.max_failure_fraction",
+        temperature=settings["temperature"],
         max_tokens=settings["max_tokens"], seed=settings["seed"], desc=f"judge {names}",
         response_prefix=settings.get("response_prefix"), stop=settings.get("stop"),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 
+from polyrag.errors import LLMUnavailable
 from polyrag.llm.types import Request, Response
 
 
@@ -26,3 +27,16 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release the model or connections."""
+
+
+def prompt_too_long(prompt_tokens: int, context: int) -> Response:
+    """The one per-request failure an in-process model has: a prompt that does not fit its context
+    (a row with ``error`` set, counted against ``max_failure_fraction``)."""
+    return Response(text=None, error=f"prompt of {prompt_tokens} tokens does not fit the model's context of {context}")
+
+
+def engine_failed(backend: Backend, error: BaseException) -> LLMUnavailable:
+    """Any other exception of an in-process engine (CUDA out of memory, a crashed worker, a lost
+    device) says nothing about the request: the job fails, as an unreachable API does, after the
+    responses that arrived have been cached."""
+    return LLMUnavailable(f"the {backend.name} engine of {backend.identity} failed: {type(error).__name__}: {error}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 
@@ -25,7 +26,10 @@ class LLM:
         """Answer every request; cached ones never reach the backend, new ones are cached on arrival.
 
         Requests with the same cache key are sent once and share the response (two models with
-        the same answer give the judge the same prompt). When the backend raises
+        the same answer give the judge the same prompt); every one after the first is marked
+        ``repeat``, so that calls and tokens count each distinct request once. A response read
+        from the cache carries the tokens it used when it was made: what these results cost is
+        the same whether they were computed now or by an earlier run. When the backend raises
         ``LLMUnavailable`` the responses received so far are already cached and the error
         propagates, so the job fails and its rerun sends only what is missing."""
         responses: list[Response | None] = [None] * len(requests)
@@ -70,6 +74,12 @@ class LLM:
         missing = [i for i, r in enumerate(responses) if r is None]
         if missing:
             raise RuntimeError(f"backend {self.backend.name} returned no response for requests {missing[:5]}")
+        if self.backend.cacheable:  # (a backend outside the cache answers each request on its own)
+            seen: set[str] = set()
+            for i, key in enumerate(keys):
+                if key in seen:
+                    responses[i] = dataclasses.replace(responses[i], repeat=True)
+                seen.add(key)
         return responses  # type: ignore[return-value]
 
     def close(self) -> None:

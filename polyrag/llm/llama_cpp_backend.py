@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.base import Backend
+from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
+
+# llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
+TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
 def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
@@ -77,9 +81,15 @@ class LlamaCppBackend(Backend):
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         for i, request in enumerate(requests):
             try:
-                yield i, self._complete(request)
-            except Exception as error:  # noqa: BLE001 - recorded per request (e.g. prompt longer than n_ctx)
-                yield i, Response(text=None, error=f"{type(error).__name__}: {error}")
+                response = self._complete(request)
+            except ValueError as error:
+                too_long = TOO_LONG.search(str(error))
+                if too_long is None:
+                    raise engine_failed(self, error) from error
+                response = prompt_too_long(int(too_long[1]), int(too_long[2]))
+            except Exception as error:  # noqa: BLE001 - anything else is the engine, not the request
+                raise engine_failed(self, error) from error
+            yield i, response
 
     def close(self) -> None:
         self.llm.close()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from polyrag.errors import TooManyFailures
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
@@ -15,8 +16,9 @@ from polyrag.llm.types import Request
 class Parsed:
     value: Any  # None when no attempt could be read
     raw_output: str | None
-    calls: int
+    calls: int  # model calls this prompt accounts for (repeats of an identical prompt count 0)
     tokens: int
+    rejected: bool = False  # the model rejected the last attempt's request (e.g. a prompt too long)
 
 
 def ask_until_parsed(
@@ -25,6 +27,8 @@ def ask_until_parsed(
     parse: Callable[[str | None], Any],
     *,
     max_attempts: int,
+    max_failure_fraction: float,
+    failure_setting: str,
     temperature: float,
     max_tokens: int,
     seed: int,
@@ -39,7 +43,9 @@ def ask_until_parsed(
     in that prefix, which is put back in front of the output before parsing and recording it.
 
     Only an answer (or a request the model rejected) can end up unread: when the model cannot be
-    reached, ``llm.generate`` raises ``LLMUnavailable`` and so does this function."""
+    reached, ``llm.generate`` raises ``LLMUnavailable`` and so does this function. When the model
+    rejected more than ``max_failure_fraction`` of the prompts (at their last attempt) the job
+    fails with ``TooManyFailures`` naming ``failure_setting``, the config key that sets it."""
     results = [Parsed(None, None, 0, 0) for _ in prompts]
     for attempt in range(max_attempts):
         todo = [i for i, r in enumerate(results) if r.value is None]
@@ -50,9 +56,16 @@ def ask_until_parsed(
                     if response_prefix else Request(messages=prompts[i], **sampling) for i in todo]
         for i, response in zip(todo, llm.generate(requests, desc=f"{desc}, attempt {attempt + 1}")):
             result = results[i]
-            result.calls += 1
-            result.tokens += response.tokens or 0
+            result.calls += response.calls
+            result.tokens += response.cost_tokens
             text = (response_prefix or "") + response.text if response.ok else None
             result.raw_output = text if response.ok else f"error: {response.error}"
+            result.rejected = not response.ok
             result.value = parse(text) if response.ok else None
+    rejected = [r for r in results if r.rejected]
+    if results and len(rejected) / len(results) > max_failure_fraction:
+        raise TooManyFailures(
+            f"{desc}: the model rejected {len(rejected)} of {len(results)} requests ({len(rejected) / len(results):.1%} "
+            f"> {failure_setting} {max_failure_fraction:.1%}), e.g. {rejected[0].raw_output}"
+        )
     return results

@@ -14,7 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.base import Backend
+from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
 
@@ -114,10 +114,14 @@ class TransformersBackend(Backend):
     def prompt_text(self, request: Request) -> str:
         return prompt_text(self.tokenizer, self.mode, request)[0]
 
-    def _generate(self, batch: list[Request]) -> list[Response]:
+    @property
+    def context(self) -> int | None:
+        """Positions the model was trained for (prompts of at least this many tokens are rejected)."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def _generate(self, batch: list[Request], ids: list[list[int]]) -> list[Response]:
         torch = self._torch
         first = batch[0]
-        ids = [prompt_ids(self.tokenizer, self.mode, r) for r in batch]
         enc = self.tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(self.device)
         torch.manual_seed(first.seed)
         sample = first.temperature > 0
@@ -139,16 +143,24 @@ class TransformersBackend(Backend):
                 for t, p, n in zip(decoded, prompt_lengths, new_lengths)]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        ids = {i: prompt_ids(self.tokenizer, self.mode, r) for i, r in enumerate(requests)}
+        fits = []
+        for i in range(len(requests)):
+            if self.context is not None and len(ids[i]) >= self.context:
+                yield i, prompt_too_long(len(ids[i]), self.context)
+            else:
+                fits.append(i)
         # Requests with the same sampling parameters share a batch (generate() takes one setting).
-        order = sorted(range(len(requests)), key=lambda i: repr(requests[i].sampling()))
+        order = sorted(fits, key=lambda i: repr(requests[i].sampling()))
         for _, group in groupby(order, key=lambda i: repr(requests[i].sampling())):
             group = list(group)
             for start in range(0, len(group), self.batch_size):
                 idx = group[start : start + self.batch_size]
                 try:
-                    yield from zip(idx, self._generate([requests[i] for i in idx]))
-                except Exception as error:  # noqa: BLE001 - recorded per request
-                    yield from ((i, Response(text=None, error=f"{type(error).__name__}: {error}")) for i in idx)
+                    responses = self._generate([requests[i] for i in idx], [ids[i] for i in idx])
+                except Exception as error:  # noqa: BLE001 - the prompts fit: a failure is the engine's
+                    raise engine_failed(self, error) from error
+                yield from zip(idx, responses)
 
     def close(self) -> None:
         del self.model

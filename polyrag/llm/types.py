@@ -62,6 +62,19 @@ class Response:
     cached: bool = False
     #: prompt + completion tokens the call used, where the backend reports them
     tokens: int | None = None
+    #: True when an identical request earlier in the same batch got this response: the call and
+    #: its tokens are counted once, on that first request (``calls`` says how many to count)
+    repeat: bool = False
+
+    @property
+    def calls(self) -> int:
+        """Model calls this request accounts for: 1, or 0 for a repeat of an earlier identical request."""
+        return 0 if self.repeat else 1
+
+    @property
+    def cost_tokens(self) -> int:
+        """Tokens this request accounts for (0 for a repeat or when the backend reports none)."""
+        return 0 if self.repeat else (self.tokens or 0)
 
     @property
     def ok(self) -> bool:

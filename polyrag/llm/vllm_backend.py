@@ -5,7 +5,9 @@ and every request carries the adapter, whose content hash is part of the model i
 ``transformers`` backend), so a retrained adapter never reuses cached answers.
 
 Requests are sent in chunks so that a killed job loses at most one chunk of work:
-each chunk's responses are cached before the next chunk starts.
+each chunk's responses are cached before the next chunk starts. A prompt longer than the
+engine's ``max_model_len`` is rejected on its own before the chunk is sent (vLLM would fail the
+whole chunk); any exception of the engine itself fails the job.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.base import Backend
+from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.types import Request, Response
 
 
@@ -80,6 +82,15 @@ class VLLMBackend(Backend):
             **(engine_kwargs or {}),
         )
 
+    def prompt_tokens(self, request: Request) -> int:
+        """The prompt's length as the engine will see it (chat template applied in chat mode)."""
+        tokenizer = self.llm.get_tokenizer()
+        if self.mode == "chat" and request.is_chat:
+            return len(tokenizer.apply_chat_template(request.messages, tokenize=True, add_generation_prompt=True))
+        from polyrag.llm.chat_text import messages_to_text
+
+        return len(tokenizer.encode(request.prompt if not request.is_chat else messages_to_text(request.messages)))
+
     def _run_chunk(self, chunk: list[Request]) -> list[Response]:
         params = [self._vllm.SamplingParams(**sampling_params_kwargs(r)) for r in chunk]
         if self.mode == "chat" and all(r.is_chat for r in chunk):
@@ -94,10 +105,18 @@ class VLLMBackend(Backend):
                 for o in outputs]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
-        for start in range(0, len(requests), self.chunk_size):
-            chunk = list(requests[start : start + self.chunk_size])
+        context = self.llm.llm_engine.model_config.max_model_len
+        fits = []
+        for i, request in enumerate(requests):
+            length = self.prompt_tokens(request)
+            if length >= context:
+                yield i, prompt_too_long(length, context)
+            else:
+                fits.append(i)
+        for start in range(0, len(fits), self.chunk_size):
+            idx = fits[start : start + self.chunk_size]
             try:
-                yield from ((start + j, r) for j, r in enumerate(self._run_chunk(chunk)))
-            except Exception as error:  # noqa: BLE001 - recorded per request
-                yield from ((start + j, Response(text=None, error=f"{type(error).__name__}: {error}"))
-                            for j in range(len(chunk)))
+                responses = self._run_chunk([requests[i] for i in idx])
+            except Exception as error:  # noqa: BLE001 - the prompts fit: a failure is the engine's
+                raise engine_failed(self, error) from error
+            yield from zip(idx, responses)

@@ -58,7 +58,10 @@ def llm_predictions(llm: LLM, sentences: pd.DataFrame, tasks: list[str], prompts
         for prompt in (prompts if task == "faithfulness" else ["zero_shot"]):
             messages = [judge_messages(row, task, prompt, settings["include_question"]) for row in rows.itertuples()]
             parsed = ask_until_parsed(llm, messages, lambda text, task=task: parse_label(text, task),
-                                      max_attempts=settings["max_attempts"], temperature=settings["temperature"],
+                                      max_attempts=settings["max_attempts"],
+                                      max_failure_fraction=settings["max_failure_fraction"],
+                                      failure_setting="meta_eval.max_failure_fraction",
+                                      temperature=settings["temperature"],
                                       max_tokens=settings["max_tokens"], seed=settings["seed"],
                                       desc=f"{task} {prompt}")
             frames.append(rows.assign(prompt=prompt, prediction=[p.value for p in parsed],
