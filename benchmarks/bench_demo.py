@@ -64,10 +64,11 @@ def stage_table(run_dir: Path) -> pd.DataFrame:
 
 def parse_log(text: str) -> pd.DataFrame:
     """The finished jobs of a Snakemake log, one row per job id: rule, wildcards, threads (1 where
-    the log prints none), inputs, outputs, start and end (the timestamps printed before the job's block and before its ``Finished`` line),
-    and ``finish_order`` (the order of the ``Finished`` lines, which breaks ties within a second).
-    Lines of other kinds between them (``Select jobs to execute...``, the jobs' own output) are
-    skipped; a job started twice (a restart) keeps its last start."""
+    the log prints none), inputs, outputs, start and end (the timestamps printed before the job's
+    block and before its ``Finished`` line) and ``finish_order`` (the order of the ``Finished``
+    lines, which breaks ties within a second). Lines of other kinds (``Select jobs to execute...``,
+    the jobs' own output) are skipped; a job started twice (a restart) keeps its last start; a job
+    that never finished (failed) is left out."""
     clock, block, started, ended, finished = None, None, {}, {}, 0
     for line in text.splitlines():
         if match := TIMESTAMP.match(line):
@@ -108,7 +109,12 @@ def critical_path(jobs: pd.DataFrame) -> pd.DataFrame:
     finished last and walks back, each time to the job that produced one of its inputs and finished
     last. ``wait_before_s``: the seconds between that predecessor's end (the run's start for the
     first job) and the job's start, time spent waiting for a free core; so the durations and waits
-    of the path add up to the wall time."""
+    of the path add up to the wall time.
+
+    The edges are the log's own ``input:`` lines, those of the run itself: ``snakemake
+    --detailed-summary`` gives the same ones between outputs (checked on a 168-job demo run), but
+    none into the target rule ``all`` (it has no output), and it rebuilds the DAG from the Snakefile
+    as it is now."""
     table = timeline(jobs).assign(inputs=jobs["inputs"], finish_order=jobs["finish_order"]).set_index("jobid")
     producer = {output: jobid for jobid, outputs in zip(jobs["jobid"], jobs["outputs"]) for output in outputs}
     last_to_finish = table.sort_values(["end_s", "finish_order"]).index
@@ -188,7 +194,7 @@ def print_log_tables(log: Path) -> None:
     times = timeline(jobs)
     wall = times["end_s"].max()
     print(f"\nSnakemake's log {log}: {len(jobs)} finished jobs, {wall:.0f} s ({wall / 60:.1f} min) from the first "
-          f"job's start ({jobs['start'].min():%H:%M:%S}) to the last one's end; the seconds below count from that start")
+          f"job's start ({jobs['start'].min():%H:%M:%S}) to the last one's end; seconds below count from that start")
     print_table("Per job (start, end and duration in s; the log's times have second resolution)", times)
     path = critical_path(jobs)
     running, waiting = path["duration_s"].sum(), path["wait_before_s"].sum()
