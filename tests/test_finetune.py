@@ -202,8 +202,13 @@ def fake_vllm(monkeypatch):
     calls = {}
 
     class FakeLLM:
+        llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=4096))
+
         def __init__(self, **kwargs):
             calls["engine"] = kwargs
+
+        def get_tokenizer(self):
+            return types.SimpleNamespace(apply_chat_template=lambda messages, **_: [1, 2, 3])
 
         def chat(self, messages, sampling_params, use_tqdm, lora_request=None):
             calls["lora_request"] = lora_request
@@ -262,9 +267,14 @@ def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
         "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
     assert {k: finetune["trainer"][k] for k in ("learning_rate", "batch_size", "epochs", "max_length")} == {
         "learning_rate": 2e-4, "batch_size": 32, "epochs": 1, "max_length": 6144}
-    student = config["models"]["gemma-270m-sft"]
-    assert student["backend"] == "transformers" and student["adapter"] == "results/finetune/gemma-270m-sft/adapter"
+    student, control = config["models"]["gemma-270m-sft"], config["models"]["gemma-270m-sft-base"]
+    assert student["backend"] == "llama_cpp" and student["adapter"] == "results/finetune/gemma-270m-sft/adapter"
     assert student["response_prefix"] is None and student["judge"] is True  # the models' defaults
+    # The control: the same GGUF with the adapted matrices re-quantized as the merge does, no adapter.
+    assert control["backend"] == "llama_cpp" and "adapter" not in control
+    assert control["adapter_modules"] == sorted(finetune["lora"]["target_modules"])
+    assert {k: v for k, v in student.items() if k != "adapter"} == {
+        k: v for k, v in control.items() if k != "adapter_modules"}
     assert "gemma-270m-sft" in judged_models(config)
     validate_config(config, repo / "schemas" / "config.schema.yaml")  # validating again keeps it
 
@@ -278,6 +288,8 @@ def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
     (lambda f: f["trainer"].update(batch_size=6, per_device_batch_size=4), "finetune.trainer.batch_size (6)"),
     (lambda f: f.update(lora={"rank": 8}), "unknown key finetune.lora.rank"),
     (lambda f: f["student"].update(serve="vllm"), "finetune.student.serve: vllm serves a Hugging Face model"),
+    (lambda f: f["student"].update(serve="llama_cpp", model="google/gemma-3-270m") or f["student"].pop("package"),
+     "finetune.student.serve: llama_cpp serves a GGUF `package`"),
     (lambda f: f["training"].update(languages=["sw"]), "finetune.training.dir: no training questions for ['sw']"),
 ])
 def test_finetune_config_errors_name_the_key(repo, edit, message):

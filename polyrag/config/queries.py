@@ -152,7 +152,8 @@ def finetune_languages(config: dict) -> list[str]:
 
 def control_entry(config: dict) -> dict:
     """The control's ``models:`` entry: the student's without the adapter."""
-    return student_entry(config["finetune"]["student"], None)
+    finetune = config["finetune"]
+    return student_entry(finetune["student"], None, lora_targets=finetune["lora"]["target_modules"])
 
 
 def control_name(config: dict) -> str | None:

