@@ -537,3 +537,16 @@ def test_judge_credibility_lists_the_workflow_judges_only():
     assert table.to_dict("records") == [{"judge": "gpt-4o-judge", "roles": "pairwise, llm_features", "prompt": "cot",
                                          "lang": "de", "balanced_accuracy": 0.7, "se": 0.02, "ci_low": 0.66,
                                          "ci_high": 0.74, "n": 458, "n_missing": 1}]
+
+
+def test_holm_equals_statsmodels():
+    """An independent computation: statsmodels' Holm on random families, with ties and p-values near 1."""
+    from statsmodels.stats.multitest import multipletests
+
+    from polyrag.meta_eval.statistics import holm
+
+    rng = np.random.default_rng(0)
+    families = [rng.random(m) ** 3 for m in (1, 2, 6, 15)] + [np.array([0.01, 0.01, 0.2, 0.9, 0.9]),
+                                                                 np.array([0.6, 0.5, 0.7])]
+    for p_values in families:
+        np.testing.assert_allclose(holm(p_values), multipletests(p_values, method="holm")[1], rtol=0, atol=1e-15)

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 from scipy.stats import t as student_t
-from statsmodels.stats.multitest import multipletests
 
 from polyrag.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
 
@@ -112,5 +111,14 @@ def paired_permutation_test(correct_a: np.ndarray, correct_b: np.ndarray, groups
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values: family-wise error control under any dependence."""
-    return multipletests(np.asarray(p_values, float), method="holm")[1]
+    """Holm's step-down adjusted p-values: family-wise error control under any dependence.
+
+    The k-th smallest p-value times (m - k + 1), made non-decreasing in that order, capped at 1:
+    statsmodels' ``multipletests(method="holm")`` computes the same (tested equal) but runs a full
+    garbage collection on every call, which was most of the coverage benchmark's time."""
+    p_values = np.asarray(p_values, float)
+    order = np.argsort(p_values, kind="stable")
+    stepped = np.maximum.accumulate(p_values[order] * np.arange(len(p_values), 0, -1))
+    adjusted = np.empty_like(p_values)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
