@@ -15,7 +15,7 @@ from peft import LoraConfig, get_peft_model  # noqa: E402
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from polyrag.finetune.train import TARGET_MODULES  # noqa: E402
-from polyrag.llm.gguf_export import GGUF_MATRIX, lora_updates  # noqa: E402
+from polyrag.llm.gguf_export import GGUF_MATRIX, adapter_targets, lora_updates  # noqa: E402
 
 
 def random_adapter(model, path, rank: int, alpha: int, seed: int, scale: float = 0.02):
@@ -39,7 +39,7 @@ def test_updates_equal_peft_merge(tmp_path):
     before = {k: v.clone() for k, v in base.state_dict().items()}
     peft_model = random_adapter(base, tmp_path / "adapter", rank=4, alpha=8, seed=1)
     merged = peft_model.merge_and_unload().state_dict()
-    updates, targets = lora_updates(tmp_path / "adapter")
+    updates, targets = lora_updates(tmp_path / "adapter"), adapter_targets(tmp_path / "adapter")
     assert targets == sorted(TARGET_MODULES) and len(updates) == 2 * len(TARGET_MODULES)
     for layer in range(2):
         for module, gguf_name in GGUF_MATRIX.items():

@@ -35,6 +35,18 @@ def prompt_too_long(prompt_tokens: int, context: int) -> Response:
     return Response(text=None, error=f"prompt of {prompt_tokens} tokens does not fit the model's context of {context}")
 
 
+def split_by_context(lengths: Sequence[int], context: int | None) -> tuple[list[tuple[int, Response]], list[int]]:
+    """``(index, prompt_too_long response)`` for every prompt of at least ``context`` tokens, and the
+    indices of the prompts that fit (all of them when the context is unknown)."""
+    rejected, fits = [], []
+    for i, length in enumerate(lengths):
+        if context is not None and length >= context:
+            rejected.append((i, prompt_too_long(length, context)))
+        else:
+            fits.append(i)
+    return rejected, fits
+
+
 def engine_failed(backend: Backend, error: BaseException) -> LLMUnavailable:
     """Any other exception of an in-process engine (CUDA out of memory, a crashed worker, a lost
     device) says nothing about the request: the job fails, as an unreachable API does, after the

@@ -28,9 +28,15 @@ GGUF_MATRIX = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_pr
 LORA_KEY = re.compile(r"layers\.(\d+)\.\w+\.(\w+)\.lora_A\.weight$")
 
 
-def lora_updates(adapter: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The weight update of every adapted matrix, by its GGUF tensor name, and the target module
-    names (``adapter_config.json``'s); only plain LoRA on linear layers is supported."""
+def adapter_targets(adapter: str | Path) -> list[str]:
+    """The module names the adapter adapts (``adapter_config.json``'s ``target_modules``), sorted."""
+    targets = json.loads((Path(adapter) / "adapter_config.json").read_text())["target_modules"]
+    return sorted(targets) if isinstance(targets, list) else [targets]
+
+
+def lora_updates(adapter: str | Path) -> dict[str, np.ndarray]:
+    """The weight update of every adapted matrix, by its GGUF tensor name; only plain LoRA on
+    linear layers is supported."""
     from safetensors.numpy import load_file
 
     folder = Path(adapter)
@@ -52,8 +58,7 @@ def lora_updates(adapter: str | Path) -> tuple[dict[str, np.ndarray], list[str]]
             raise BackendUnavailable(f"LoRA adapter {folder}: module {module!r} has no known GGUF tensor name")
         up = weights[key.replace("lora_A", "lora_B")]
         updates[f"blk.{layer}.{GGUF_MATRIX[module]}.weight"] = scale * (up.astype(np.float32) @ down.astype(np.float32))
-    targets = config["target_modules"]
-    return updates, sorted(targets) if isinstance(targets, list) else [targets]
+    return updates
 
 
 def merged_gguf(base: str | Path, adapter: str | Path | None, target_modules: list[str], out: str | Path) -> Path:
@@ -61,7 +66,7 @@ def merged_gguf(base: str | Path, adapter: str | Path | None, target_modules: li
     adapter's update added where it has one (``adapter`` None: the base re-quantized alone)."""
     import gguf
 
-    updates = lora_updates(adapter)[0] if adapter else {}
+    updates = lora_updates(adapter) if adapter else {}
     unknown = sorted(set(target_modules) - set(GGUF_MATRIX))
     if unknown:
         raise BackendUnavailable(f"modules {unknown} have no known GGUF tensor name")

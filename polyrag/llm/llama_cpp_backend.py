@@ -51,11 +51,11 @@ def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
 
 def merged_model(base: Path, adapter: str | None, adapter_modules: list[str] | None, cache_dir: str | Path) -> Path:
     """The cached GGUF of ``base`` with the adapter merged (or its matrices re-quantized alone)."""
-    from polyrag.llm.gguf_export import lora_updates, merged_gguf
+    from polyrag.llm.gguf_export import adapter_targets, merged_gguf
     from polyrag.llm.transformers_backend import adapter_digest
 
     if adapter:
-        modules = lora_updates(adapter)[1]
+        modules = adapter_targets(adapter)
         if adapter_modules and sorted(adapter_modules) != modules:
             raise BackendUnavailable(f"LoRA adapter {adapter} adapts {modules}, not adapter_modules {sorted(adapter_modules)}")
         name = f"{base.stem}+lora-{adapter_digest(adapter)}.gguf"

@@ -14,7 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.base import Backend, engine_failed, prompt_too_long
+from polyrag.llm.base import Backend, engine_failed, split_by_context
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.types import Request, Response
 
@@ -143,13 +143,9 @@ class TransformersBackend(Backend):
                 for t, p, n in zip(decoded, prompt_lengths, new_lengths)]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
-        ids = {i: prompt_ids(self.tokenizer, self.mode, r) for i, r in enumerate(requests)}
-        fits = []
-        for i in range(len(requests)):
-            if self.context is not None and len(ids[i]) >= self.context:
-                yield i, prompt_too_long(len(ids[i]), self.context)
-            else:
-                fits.append(i)
+        ids = [prompt_ids(self.tokenizer, self.mode, r) for r in requests]
+        rejected, fits = split_by_context([len(prompt) for prompt in ids], self.context)
+        yield from rejected
         # Requests with the same sampling parameters share a batch (generate() takes one setting).
         order = sorted(fits, key=lambda i: repr(requests[i].sampling()))
         for _, group in groupby(order, key=lambda i: repr(requests[i].sampling())):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.base import Backend, engine_failed, prompt_too_long
+from polyrag.llm.base import Backend, engine_failed, split_by_context
 from polyrag.llm.types import Request, Response
 
 
@@ -105,14 +105,9 @@ class VLLMBackend(Backend):
                 for o in outputs]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
-        context = self.llm.llm_engine.model_config.max_model_len
-        fits = []
-        for i, request in enumerate(requests):
-            length = self.prompt_tokens(request)
-            if length >= context:
-                yield i, prompt_too_long(length, context)
-            else:
-                fits.append(i)
+        rejected, fits = split_by_context([self.prompt_tokens(r) for r in requests],
+                                          self.llm.llm_engine.model_config.max_model_len)
+        yield from rejected
         for start in range(0, len(fits), self.chunk_size):
             idx = fits[start : start + self.chunk_size]
             try:
