@@ -34,11 +34,14 @@ demo: $(STAMP)
 	$(BIN)/snakemake --configfile config.yaml --report results/report.html
 	$(BIN)/python -m polyrag.show results/leaderboard.csv results/report.html
 
+# Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
+# workflow run test_workflow.py shares, in one process): the suite alone keeps about one core busy.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -ra
+	$(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -ra -m "not slow"
+	$(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config.yaml

@@ -52,3 +52,10 @@ def llama_server(gemma_gguf, tmp_path_factory):
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with serve(gemma_gguf, alias="gemma-270m", log_path=log) as url:
         yield url
+
+
+def pytest_collection_modifyitems(items):
+    """Files with slow tests first (order kept otherwise): under `make test`'s two workers the long
+    workflow files start at once instead of one of them trailing at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
