@@ -14,9 +14,11 @@ $(BIN)/python:
 
 # llama.cpp is compiled for portable x86-64 (AVX2) rather than -march=native: native builds
 # enable AMX kernels that crash on virtual machines whose CPU reports AMX without enabling it.
-# LLAVA_BUILD=OFF skips the multimodal library (libmtmd), which polyrag never loads: less to compile.
+# LLAVA_BUILD=OFF skips the multimodal library (libmtmd) and envs/llama_cpp_libraries_only.cmake
+# llama.cpp's `common` library: polyrag loads neither, and they were half of the compile.
 # PyPI has only llama-cpp-python's source, so this compile is the one step that cannot be a download.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF \
+	-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/envs/llama_cpp_libraries_only.cmake
 
 # torch first, pinned: on CPU machines this resolves to the CPU build, so transformers never
 # pulls the multi-GB CUDA stack through an unpinned requirement.
