@@ -9,7 +9,6 @@ import logging
 
 import pandas as pd
 
-from polyrag.arena.adaptive import questions_by_pair
 from polyrag.features.table import read_aligned
 from polyrag.judge.games import arena_items, write_games
 from polyrag.judge.kinds import open_pair_judge
@@ -18,6 +17,8 @@ from polyrag.logs import run_logged
 
 def round_pairs(sm) -> list[dict]:
     """The pairs of a round (rule judge_round), each with the question ids of its units."""
+    from polyrag.arena.adaptive import questions_by_pair  # here: it imports scipy.stats, 0.6 s a job
+
     units = pd.read_csv(sm.input.units, dtype={"query_id": str})
     answers = dict(zip(sm.params.models, sm.input.answers))
     return [{"lang": sm.wildcards.lang, "model_a": a, "model_b": b, "questions": sm.input.questions,

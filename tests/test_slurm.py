@@ -47,6 +47,7 @@ def write_config(workdir, repo):
             "mock-gpu": {"backend": "mock", "error_rate": 0.8, "resources": {"gpu": 1}},
         },
         "judges": {"reference": {"backend": "reference"}},
+        "arena": {"surrogate": {"holdout_repeats": 5}},  # as test_workflow.tiny_config
         "features": {},
         "mars": None,
         "meta_eval": None,

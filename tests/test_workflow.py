@@ -53,7 +53,9 @@ def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None,
         "generation": {"max_tokens": 48},
         "models": models,
         "judges": judges or {"reference": {"backend": "reference"}},
-        "arena": {"judge": "reference"},  # the YAML written below sorts the judges by name
+        # the YAML written below sorts the judges by name; the surrogate's held-out evaluation
+        # (50 repeats by default, tested in test_arena.py) is most of a tiny arena's time
+        "arena": {"judge": "reference", "surrogate": {"holdout_repeats": 5}},
         "features": features or {},
         "mars": mars,
         "meta_eval": meta_eval,
