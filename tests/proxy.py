@@ -2,7 +2,8 @@
 
 Each incoming request takes the next action of ``plan`` (then ``pass``): ``pass`` forwards it,
 ``400`` / ``401`` / ``429`` / ``500`` answer with that status, ``hang`` sleeps past the client's
-timeout. The proxy counts requests and the largest number it held in flight at once.
+timeout. The proxy counts requests and the largest number it held in flight at once, and keeps
+how long each forwarded request took upstream (``forward_seconds``).
 
 ``down_after=N`` simulates a server that dies: the first N requests are forwarded, later ones are
 dropped without an answer, and once the N-th answer is sent the proxy stops listening
@@ -33,6 +34,7 @@ class FaultProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         self.actions: list[str] = []
+        self.forward_seconds: list[float] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,8 +67,10 @@ class FaultProxy:
                         time.sleep(proxy.hang_seconds)
                         self._reply(504, b'{"error": {"message": "too late"}}')
                     else:
+                        started = time.monotonic()
                         self._forward(body)
                         with proxy.lock:
+                            proxy.forward_seconds.append(time.monotonic() - started)
                             proxy.answered += 1
                             if proxy.answered == proxy.down_after:
                                 threading.Thread(target=proxy.stop, daemon=True).start()
