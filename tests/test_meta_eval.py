@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy.stats import beta, permutation_test
+from scipy.stats import beta, binomtest, permutation_test
 from sklearn.metrics import balanced_accuracy_score
 
 from polyrag.config.validate import validate_config
@@ -236,6 +236,11 @@ def test_recall_interval_is_clopper_pearson():
     assert recall_interval(0, 4) == pytest.approx((0.0, 1 - 0.025 ** (1 / 4)))
     assert recall_interval(7, 20) == pytest.approx((beta.ppf(0.025, 7, 14), beta.ppf(0.975, 8, 13)))
     assert np.isnan(recall_interval(0, 0)).all()
+    for total in (1, 2, 5, 17, 60, 400):
+        for correct in range(0, total + 1, max(total // 7, 1)):
+            for confidence in (0.9, 0.95):
+                exact = binomtest(correct, total).proportion_ci(confidence_level=confidence, method="exact")
+                assert recall_interval(correct, total, confidence) == pytest.approx((exact.low, exact.high), abs=1e-9)
 
 
 def score_table(rng, languages=("de", "en", "es")):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+from scipy.special import betaincinv
 from scipy.stats import t as student_t
 
 from polyrag.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
@@ -87,8 +87,12 @@ def recall_interval(correct: int, total: int, confidence: float = 0.95) -> tuple
     without sentences. 3 of 3 reads [0.29, 1.0], not a certain 1.0."""
     if total == 0:
         return np.nan, np.nan
-    interval = binomtest(correct, total).proportion_ci(confidence_level=confidence, method="exact")
-    return float(interval.low), float(interval.high)
+    # The exact interval's bounds are beta quantiles; scipy's binomtest finds the same bounds by
+    # root-finding, 15x slower (a third of the coverage benchmark's MEMERAG significance cell).
+    alpha = 1 - confidence
+    low = betaincinv(correct, total - correct + 1, alpha / 2) if correct > 0 else 0.0
+    high = betaincinv(correct + 1, total - correct, 1 - alpha / 2) if correct < total else 1.0
+    return float(low), float(high)
 
 
 def paired_permutation_test(correct_a: np.ndarray, correct_b: np.ndarray, groups: np.ndarray, clusters: np.ndarray,
