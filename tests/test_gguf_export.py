@@ -99,3 +99,46 @@ def test_merged_gemma_gguf_on_llama_cpp_gives_peft_logits(repo, tmp_path):
     assert distance(student_logits, base_logits) > 5 * engines  # a merge that dropped the adapter would fail
     assert int(np.argmax(merged)) == int(np.argmax(student_logits))
     assert int(np.argmax(control)) == int(np.argmax(base_logits))
+
+
+def tiny_gguf(path) -> None:
+    """A GGUF with a vocabulary of 3,000 strings (some not ASCII), scalars, a float array, and a
+    Q8_0 and an F32 tensor."""
+    import gguf
+
+    writer = gguf.GGUFWriter(path, arch="llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list([f"tok{k}" if k % 7 else f"токен-{k}-词" for k in range(3000)])
+    writer.add_token_scores([float(-k) for k in range(3000)])
+    writer.add_context_length(64)
+    writer.add_string("general.name", "tiny")
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(4, 64)).astype(np.float32)
+    writer.add_tensor("blk.0.attn_q.weight", gguf.quants.quantize(matrix, gguf.GGMLQuantizationType.Q8_0),
+                      raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("output_norm.weight", rng.normal(size=64).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_plain_array_reader_reads_what_ggufs_reader_reads(tmp_path):
+    import gguf
+
+    from polyrag.llm.gguf_reader import PlainArrayGGUFReader, plain_array_gguf_reading
+
+    tiny_gguf(tmp_path / "tiny.gguf")
+    stock, plain = gguf.GGUFReader(tmp_path / "tiny.gguf"), PlainArrayGGUFReader(tmp_path / "tiny.gguf")
+    assert list(plain.fields) == list(stock.fields) and "tokenizer.ggml.tokens" in stock.fields
+    for name, field in stock.fields.items():
+        assert plain.fields[name].types == field.types and plain.fields[name].contents() == field.contents(), name
+    assert plain.fields["tokenizer.ggml.tokens"].contents()[7] == "токен-7-词"
+    assert [(t.name, t.tensor_type, t.shape.tolist(), t.data.tobytes()) for t in plain.tensors] == [
+        (t.name, t.tensor_type, t.shape.tolist(), t.data.tobytes()) for t in stock.tensors]
+    assert type(plain.data) is np.ndarray and isinstance(plain.data.base, np.memmap)  # still mapped, not copied
+    # transformers imports GGUFReader from gguf at each read: swapped inside the block only
+    with pytest.raises(RuntimeError), plain_array_gguf_reading():
+        assert gguf.GGUFReader is PlainArrayGGUFReader
+        raise RuntimeError
+    assert gguf.GGUFReader is type(stock)

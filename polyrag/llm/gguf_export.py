@@ -66,12 +66,14 @@ def merged_gguf(base: str | Path, adapter: str | Path | None, target_modules: li
     adapter's update added where it has one (``adapter`` None: the base re-quantized alone)."""
     import gguf
 
+    from polyrag.llm.gguf_reader import PlainArrayGGUFReader
+
     updates = lora_updates(adapter) if adapter else {}
     unknown = sorted(set(target_modules) - set(GGUF_MATRIX))
     if unknown:
         raise BackendUnavailable(f"modules {unknown} have no known GGUF tensor name")
     suffixes = tuple(f".{GGUF_MATRIX[m]}.weight" for m in target_modules)
-    reader = gguf.GGUFReader(base)
+    reader = PlainArrayGGUFReader(base)
     names = {tensor.name for tensor in reader.tensors}
     missing = sorted(set(updates) - names)
     if missing:
