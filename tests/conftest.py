@@ -50,7 +50,7 @@ def llama_server(gemma_gguf, tmp_path_factory):
     from polyrag.llm.llama_server import llama_server as serve
 
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with serve(gemma_gguf, alias="gemma-270m", log_path=log) as url:
+    with serve(gemma_gguf, alias="gemma-270m", log_path=log, n_threads=1) as url:  # as test_workflow.GEMMA
         yield url
 
 

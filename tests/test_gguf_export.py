@@ -74,7 +74,7 @@ def test_merged_gemma_gguf_on_llama_cpp_gives_peft_logits(repo, tmp_path):
                                  .merge_and_unload().eval())
 
     def llama_logits(**options) -> tuple[np.ndarray, str]:
-        backend = LlamaCppBackend(package=package, cache_dir=tmp_path / "cache", n_ctx=256, n_threads=2, **options)
+        backend = LlamaCppBackend(package=package, cache_dir=tmp_path / "cache", n_ctx=256, n_threads=1, **options)
         assert backend.llm.tokenize(text.encode()) == ids  # the same tokens on both paths
         backend.llm.eval(ids)  # keeps the last position's logits in the context (logits_all is off)
         logits = np.ctypeslib.as_array(backend.llm._ctx.get_logits(), shape=(backend.llm.n_vocab(),)).copy()

