@@ -38,12 +38,15 @@ demo: $(STAMP)
 
 # Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
 # workflow run test_workflow.py shares, in one process): the suite alone keeps about one core busy.
+# Files go out in tests/conftest.py's order, longest first: xdist's default orders them by their
+# number of tests, which sent the budget workflow (2 tests, 2 minutes) out last.
 TEST_WORKERS ?= 2
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
-	$(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -ra $(PYTEST_PARALLEL)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest -ra $(PYTEST_PARALLEL) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config.yaml
