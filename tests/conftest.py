@@ -54,9 +54,17 @@ def llama_server(gemma_gguf, tmp_path_factory):
         yield url
 
 
-# The longest files under `make test` (benchmarks/bench_setup.py test): they start first on the two
-# workers, so that no long file starts late and runs alone at the end.
-LONGEST_FILES = ["test_workflow.py", "test_budget_workflow.py", "test_slurm.py"]
+# The longest files under `make test`, longest first (seconds on a worker, 2026-11-26): they start
+# first on the two workers, so that no long file starts late and runs alone at the end (test_mars.py,
+# sent out in alphabetical order, ended 35 s after the other worker had finished).
+LONGEST_FILES = ["test_workflow.py",  # 396
+                 "test_budget_workflow.py",  # 126-206
+                 "test_slurm.py",  # 143
+                 "test_mars.py",  # 65-150
+                 "test_finetune.py",  # 68-77
+                 "test_coverage_benchmark.py",  # 61-70
+                 "test_gguf_export.py",  # 32-56
+                 "test_openai_backend.py"]  # 50-56
 
 
 def pytest_collection_modifyitems(items):
