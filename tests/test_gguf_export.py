@@ -17,6 +17,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # 
 from polyrag.finetune.train import TARGET_MODULES  # noqa: E402
 from polyrag.llm.gguf_export import GGUF_MATRIX, adapter_targets, lora_updates  # noqa: E402
 
+from .conftest import GEMMA_THREADS  # noqa: E402
+
 
 def random_adapter(model, path, rank: int, alpha: int, seed: int, scale: float = 0.02):
     """A LoRA adapter on every target matrix with random non-zero B (PEFT starts B at zero)."""
@@ -74,7 +76,8 @@ def test_merged_gemma_gguf_on_llama_cpp_gives_peft_logits(repo, tmp_path):
                                  .merge_and_unload().eval())
 
     def llama_logits(**options) -> tuple[np.ndarray, str]:
-        backend = LlamaCppBackend(package=package, cache_dir=tmp_path / "cache", n_ctx=256, n_threads=1, **options)
+        backend = LlamaCppBackend(package=package, cache_dir=tmp_path / "cache", n_ctx=256, n_threads=GEMMA_THREADS,
+                                  **options)
         assert backend.llm.tokenize(text.encode()) == ids  # the same tokens on both paths
         backend.llm.eval(ids)  # keeps the last position's logits in the context (logits_all is off)
         logits = np.ctypeslib.as_array(backend.llm._ctx.get_logits(), shape=(backend.llm.n_vocab(),)).copy()

@@ -12,12 +12,14 @@ from polyrag.generate.prompts import answer_messages
 from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 from polyrag.llm.types import Request
 
+from .conftest import GEMMA_THREADS
+
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def gemma(gemma_gguf):
-    backend = LlamaCppBackend(model_path=str(gemma_gguf), n_ctx=4096, n_threads=1)
+    backend = LlamaCppBackend(model_path=str(gemma_gguf), n_ctx=4096, n_threads=GEMMA_THREADS)
     yield backend
     backend.close()
 
@@ -33,7 +35,7 @@ def test_gemma_answers_a_demo_question_deterministically(gemma, repo):
 
 
 def test_prompt_longer_than_context_is_an_error_row(gemma_gguf):
-    small = LlamaCppBackend(model_path=str(gemma_gguf), n_ctx=256, n_threads=1)
+    small = LlamaCppBackend(model_path=str(gemma_gguf), n_ctx=256, n_threads=GEMMA_THREADS)
     [(_, response)] = list(small.stream([Request(prompt="word " * 2000, max_tokens=4)]))
     small.close()
     assert response.text is None and "context" in response.error.lower()

