@@ -7,7 +7,9 @@
 venv (pip's own download cache is left as it is: say which in the figures you report); make prints
 each command before running it, so the time between two printed commands is the first one's.
 ``test`` runs `make test` in this checkout with the variables `.ci/run` sets, with pytest's
-``--durations`` report. Targets (2 idle cores): install at most 4 minutes, the suite at most 10.
+``--durations`` report and the CPU seconds of every process that ran meanwhile, grouped by kind
+(the job scripts by name; read from Linux's /proc twice a second, so a process shorter than half a
+second may be missed). Targets (2 idle cores): install at most 4 minutes, the suite at most 10.
 Measure on idle cores: nothing else running a workflow or the suite.
 """
 
@@ -19,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,16 +62,68 @@ def bench_install() -> None:
     print(table.to_string(index=False, float_format=lambda x: f"{x:.0f}"))
 
 
+def process_kind(command_line: str) -> str:
+    script = re.search(r"\.snakemake/scripts/tmp\w+\.(\w+)\.py", command_line)
+    if script:
+        return f"job: {script[1]}"
+    for pattern, kind in ((r"-m snakemake|bin/snakemake", "snakemake main process"), (r"exec\(eval\(sys", "pytest worker"),
+                          (r"pytest", "pytest"), (r"llama_cpp\.server", "llama.cpp server"), (r"slurm|munged", "SLURM daemons"),
+                          (r"chrom", "chromium")):
+        if re.search(pattern, command_line):
+            return kind
+    return "other"
+
+
+class ProcessCPU:
+    """CPU seconds of every process on the machine while it runs, grouped by ``process_kind``."""
+
+    def __init__(self, interval: float = 0.5):
+        self.interval, self.seen, self.stop = interval, {}, threading.Event()
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self.poll()
+        self.before = {key: cpu for key, (_, cpu) in self.seen.items()}
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def poll(self) -> None:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+                key, cpu = (pid, fields[19]), (int(fields[11]) + int(fields[12])) / self.ticks  # start time; utime + stime
+                if key not in self.seen:
+                    self.seen[key] = (Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "), cpu)
+                self.seen[key] = (self.seen[key][0], cpu)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+
+    def run(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.poll()
+
+    def table(self) -> pd.DataFrame:
+        self.stop.set()
+        self.thread.join()
+        rows = [{"kind": process_kind(command), "cpu_s": cpu - self.before.get(key, 0.0)}
+                for key, (command, cpu) in self.seen.items()]
+        table = pd.DataFrame(rows).query("cpu_s > 0").groupby("kind")["cpu_s"].agg(["sum", "count"])
+        return table.rename(columns={"sum": "cpu_s", "count": "processes"}).sort_values("cpu_s", ascending=False)
+
+
 def bench_test(extra: list[str]) -> None:
     env = {**os.environ, "POLYRAG_REQUIRE_SLURM": "1",
            "PYTEST_ADDOPTS": " ".join(["--durations=25", "--durations-min=5", *extra])}
     shared = REPO.parent / "shared" / "data"
     if shared.is_dir():
         env.setdefault("POLYRAG_SHARED_DATA", str(shared))
+    cpu = ProcessCPU()
     lines, status = timed_lines(["make", "test"], REPO, env)
+    by_kind = cpu.table()
     report = [line for _, line in lines]
     durations = report[next((k for k, line in enumerate(report) if "slowest" in line), len(report)):]
     print("\n".join(durations))
+    print(f"\nCPU seconds by process kind ({by_kind['cpu_s'].sum():.0f} in all):")
+    print(by_kind.head(30).to_string(float_format=lambda x: f"{x:.1f}"))
     print(f"make test: {lines[-1][0] / 60:.1f} min ({lines[-1][0]:.0f} s), exit status {status}, {os.cpu_count()} cores")
 
 
