@@ -101,12 +101,16 @@ class ProcessCPU:
         while not self.stop.wait(self.interval):
             self.poll()
 
-    def table(self) -> pd.DataFrame:
+    def processes(self) -> pd.DataFrame:
+        """Stops polling; one row per process that used CPU meanwhile: pid, kind, CPU seconds."""
         self.stop.set()
         self.thread.join()
-        rows = [{"kind": process_kind(command), "cpu_s": cpu - self.before.get(key, 0.0)}
+        rows = [{"pid": int(key[0]), "kind": process_kind(command), "cpu_s": cpu - self.before.get(key, 0.0)}
                 for key, (command, cpu) in self.seen.items()]
-        table = pd.DataFrame(rows).query("cpu_s > 0").groupby("kind")["cpu_s"].agg(["sum", "count"])
+        return pd.DataFrame(rows).query("cpu_s > 0")
+
+    def table(self) -> pd.DataFrame:
+        table = self.processes().groupby("kind")["cpu_s"].agg(["sum", "count"])
         return table.rename(columns={"sum": "cpu_s", "count": "processes"}).sort_values("cpu_s", ascending=False)
 
 
