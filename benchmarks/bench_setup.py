@@ -91,9 +91,8 @@ class ProcessCPU:
                 stat = Path(f"/proc/{pid}/stat").read_text()
                 fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
                 key, cpu = (pid, fields[19]), (int(fields[11]) + int(fields[12])) / self.ticks  # start time; utime + stime
-                if key not in self.seen:
-                    self.seen[key] = (Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "), cpu)
-                self.seen[key] = (self.seen[key][0], cpu)
+                # read every time: a process forked by Snakemake shows Snakemake's command line until it execs
+                self.seen[key] = (Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "), cpu)
             except (FileNotFoundError, ProcessLookupError):
                 continue
 
