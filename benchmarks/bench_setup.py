@@ -91,8 +91,10 @@ class ProcessCPU:
                 stat = Path(f"/proc/{pid}/stat").read_text()
                 fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
                 key, cpu = (pid, fields[19]), (int(fields[11]) + int(fields[12])) / self.ticks  # start time; utime + stime
-                # read every time: a process forked by Snakemake shows Snakemake's command line until it execs
-                self.seen[key] = (Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "), cpu)
+                # read every time (a fork shows its parent's command line until it execs), kept when
+                # empty (an exited process not yet waited for has none)
+                command = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ") or self.seen.get(key, ("",))[0]
+                self.seen[key] = (command, cpu)
             except (FileNotFoundError, ProcessLookupError):
                 continue
 
