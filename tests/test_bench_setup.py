@@ -7,6 +7,7 @@ from __future__ import annotations
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,16 +27,26 @@ def test_process_kinds():
     assert process_kind("/usr/bin/make test") == "other"
 
 
+def state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2]
+
+
 def test_cpu_seconds_of_a_child_match_getrusage():
+    """A child busy for a CPU-second, read while it runs and after it exits (a zombie: its command
+    line is gone, its kind must stay)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     accounting = ProcessCPU(interval=0.05)
-    # Busy for about a second, then asleep, so that a poll sees the finished CPU total before it exits.
-    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 1.0\n"
-                              "while time.process_time() < end: pass\ntime.sleep(1.0)"])
-    child.wait()
+    busy = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", busy, "llama_cpp.server"])  # the argument gives it a kind
+    deadline = time.monotonic() + 60
+    while state(child.pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # polls see the exited child
     processes = accounting.processes().set_index("pid")
+    child.wait()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert used > 0.9
-    assert processes.loc[child.pid, "kind"] == "other"
-    assert processes.loc[child.pid, "cpu_s"] == pytest.approx(used, abs=0.05)  # clock ticks are 0.01 s
+    assert processes.loc[child.pid, "kind"] == "llama.cpp server"
+    assert processes.loc[child.pid, "cpu_s"] == pytest.approx(used, abs=0.03)  # clock ticks are 0.01 s
