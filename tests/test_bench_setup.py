@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from bench_setup import ProcessCPU, process_kind  # noqa: E402
+from bench_setup import ProcessCPU, proc_stat, process_kind  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
 
@@ -27,11 +27,6 @@ def test_process_kinds():
     assert process_kind("/usr/bin/make test") == "other"
 
 
-def state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rfind(")") + 2]
-
-
 def test_cpu_seconds_of_a_child_match_getrusage():
     """A child busy for a CPU-second, read while it runs and after it exits (a zombie: its command
     line is gone, its kind must stay)."""
@@ -40,7 +35,7 @@ def test_cpu_seconds_of_a_child_match_getrusage():
     busy = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass"
     child = subprocess.Popen([sys.executable, "-c", busy, "llama_cpp.server"])  # the argument gives it a kind
     deadline = time.monotonic() + 60
-    while state(child.pid) != "Z" and time.monotonic() < deadline:
+    while proc_stat(child.pid)[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.02)
     time.sleep(0.3)  # polls see the exited child
     processes = accounting.processes().set_index("pid")
