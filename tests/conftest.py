@@ -10,6 +10,14 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The device of the tests that run torch models (the transformers backend, the NLI scorer and
+# reranker, the MARS encoder judge, LoRA fine-tuning). CPU everywhere by default; the same tests
+# exercise the CUDA code paths (tensors and models moved to the device, seeding, bf16 training) when
+# run on a GPU machine with POLYRAG_TEST_DEVICE=cuda (benchmarks/gpu_check.sh does that).
+TORCH_TEST_DEVICE = os.environ.get("POLYRAG_TEST_DEVICE", "cpu")
+ON_CUDA = TORCH_TEST_DEVICE.startswith("cuda")
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

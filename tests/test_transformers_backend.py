@@ -17,6 +17,8 @@ from polyrag.llm.client import LLM  # noqa: E402
 from polyrag.llm.transformers_backend import TransformersBackend, truncate_at_stop  # noqa: E402
 from polyrag.llm.types import Request  # noqa: E402
 
+from .conftest import TORCH_TEST_DEVICE as DEVICE  # noqa: E402
+
 TEXT = [
     "The Niger River flows into the Gulf of Guinea through a large delta .",
     "Der Niger mündet über ein großes Delta in den Golf von Guinea .",
@@ -51,22 +53,22 @@ def chat(text: str, **sampling) -> Request:
 
 
 def test_greedy_batch_matches_single_generate(tiny_model):
-    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=2)
+    backend = TransformersBackend(str(tiny_model), device=DEVICE, batch_size=2)
     requests = [chat("Question : where does the river end ?", temperature=0, max_tokens=6),
                 chat("Der Niger mündet", temperature=0, max_tokens=6),
                 chat("the Gulf of Guinea", temperature=0, max_tokens=6)]
     out = dict(backend.stream(requests))
     assert all(out[i].ok for i in range(3))
     # Independent computation: one prompt, no padding, plain generate.
-    model = LlamaForCausalLM.from_pretrained(tiny_model)
+    model = LlamaForCausalLM.from_pretrained(tiny_model).to(DEVICE)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tiny_model)
-    ids = tokenizer(messages_to_text(requests[1].messages), return_tensors="pt", add_special_tokens=False)
+    ids = tokenizer(messages_to_text(requests[1].messages), return_tensors="pt", add_special_tokens=False).to(DEVICE)
     expected = model.generate(**ids, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.pad_token_id)
     assert out[1].text == tokenizer.decode(expected[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
 
 
 def test_a_prompt_longer_than_the_context_is_a_row_and_the_others_are_answered(tiny_model):
-    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=2)
+    backend = TransformersBackend(str(tiny_model), device=DEVICE, batch_size=2)
     requests = [Request(prompt="the river", temperature=0, max_tokens=3),
                 Request(prompt="the river " * 200, temperature=0, max_tokens=3),  # 400 words, 256 positions
                 Request(prompt="the Gulf of Guinea", temperature=0, max_tokens=3)]
@@ -79,7 +81,7 @@ def test_a_dead_device_fails_the_job_after_caching_what_arrived(tiny_model, tmp_
     """The second batch finds the weights gone (moved to the meta device, as after a lost GPU):
     the job fails with LLMUnavailable, the first batch's answers are cached, a rerun finishes."""
     requests = [Request(prompt=f"the river {word}", temperature=0, max_tokens=3) for word in ("ends", "flows", "delta")]
-    backend = TransformersBackend(str(tiny_model), device="cpu", batch_size=1)
+    backend = TransformersBackend(str(tiny_model), device=DEVICE, batch_size=1)
     generate = backend._generate
 
     def device_lost_after_the_first_batch(batch, ids):
@@ -91,13 +93,13 @@ def test_a_dead_device_fails_the_job_after_caching_what_arrived(tiny_model, tmp_
     with pytest.raises(LLMUnavailable, match=r"^answers: the transformers engine of .* failed: .*; "
                                              r"1 of 3 new responses arrived and are cached"):
         LLM(backend, ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="answers")
-    rerun = LLM(TransformersBackend(str(tiny_model), device="cpu", batch_size=1), ResponseCache(tmp_path / "c.sqlite"))
+    rerun = LLM(TransformersBackend(str(tiny_model), device=DEVICE, batch_size=1), ResponseCache(tmp_path / "c.sqlite"))
     again = rerun.generate(requests)
     assert [r.cached for r in again] == [True, False, False] and all(r.ok for r in again)
 
 
 def test_sampling_is_seeded(tiny_model):
-    backend = TransformersBackend(str(tiny_model), device="cpu")
+    backend = TransformersBackend(str(tiny_model), device=DEVICE)
     request = chat("the river", temperature=1.0, max_tokens=12, seed=3)
     first = dict(backend.stream([request]))[0].text
     assert first == dict(backend.stream([request]))[0].text
@@ -109,11 +111,11 @@ def test_chat_template_is_used_when_present(tiny_model, tmp_path):
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tiny_model)
     tokenizer.chat_template = "{% for m in messages %}[BOS] {{ m.content }} [EOS] {% endfor %}Answer :"
     tokenizer.save_pretrained(tiny_model)
-    backend = TransformersBackend(str(tiny_model), device="cpu")
+    backend = TransformersBackend(str(tiny_model), device=DEVICE)
     request = chat("where does the river end ?", temperature=0, max_tokens=4)
     assert backend.prompt_text(request) == "[BOS] where does the river end ? [EOS] Answer :"
     assert dict(backend.stream([request]))[0].ok
-    completion = TransformersBackend(str(tiny_model), device="cpu", mode="completion")
+    completion = TransformersBackend(str(tiny_model), device=DEVICE, mode="completion")
     assert completion.prompt_text(request) == "where does the river end ?"
 
 
