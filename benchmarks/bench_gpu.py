@@ -184,7 +184,7 @@ class Bench:
         torch.manual_seed(0)
         with torch.device(self.device):  # random init on the GPU: seconds less for 0.3-0.6B parameters
             model = model_class(config)
-        model.save_pretrained(path)
+        model.to("cpu").save_pretrained(path)
         tokenizer.save_pretrained(path)
         del model
         return path
@@ -203,7 +203,7 @@ class Bench:
         torch.manual_seed(0)
         with torch.device(self.device):
             model = Qwen2ForCausalLM(config).to(torch.bfloat16)
-        model.save_pretrained(path)
+        model.to("cpu").save_pretrained(path)
         tokenizer.save_pretrained(path)
         del model
         return path

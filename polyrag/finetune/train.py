@@ -162,6 +162,10 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
                              target_modules=lora_targets(model, list(lora["target_modules"])))
     batch = int(settings["batch_size"])
     per_device = min(int(settings["per_device_batch_size"]), batch)
+    # Recent transformers 5 releases call it activation_checkpointing (the old name is deprecated);
+    # earlier 5.x releases, as a GPU machine's image may carry (5.17), know only gradient_checkpointing.
+    checkpointing = ("activation_checkpointing" if "activation_checkpointing" in SFTConfig.__dataclass_fields__
+                     else "gradient_checkpointing")
     args = SFTConfig(
         output_dir=output_dir,
         learning_rate=float(settings["learning_rate"]),
@@ -170,7 +174,7 @@ def build_trainer(base: str, features: list[dict], settings: dict, seed: int, ou
         num_train_epochs=float(settings["epochs"]),
         max_length=int(settings["max_length"]),
         completion_only_loss=True,
-        activation_checkpointing=bool(settings["gradient_checkpointing"]),  # transformers 5's name
+        **{checkpointing: bool(settings["gradient_checkpointing"])},
         bf16=bf16,
         use_cpu=not on_gpu,
         seed=seed,

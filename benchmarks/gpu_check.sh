@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The GPU check, one command on a lent GPU machine, from the repository root:
+#
+#     bash benchmarks/gpu_check.sh          # results under $OUT (default /tmp/polyrag-gpu-check)
+#
+# 1. installs the wheels carried in .whl/ (git-ignored; pure-Python packages polyrag needs that the
+#    machine's image lacks: trl, datasets and theirs, jsonschema, pysbd, langid, ...), each only where
+#    the image has no such distribution, so the image's torch/transformers stack is never shadowed;
+# 2. prints the GPU and the versions;
+# 3. runs the torch tests on CUDA (POLYRAG_TEST_DEVICE=cuda, see tests/conftest.py): junit XML and log;
+# 4. runs benchmarks/bench_gpu.py at the production models' shapes: table and CSV.
+#
+# Made for a machine without network (the Hub is never asked: every model is built in the tests and
+# the benchmark), with python3 at $PYTHON (default python3). Each stage has its own time limit, so
+# that a hang in one still leaves the other's results; the whole takes about 3-5 minutes on an H200.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+OUT=${OUT:-/tmp/polyrag-gpu-check}
+# For a dry run of this script on a machine without a GPU: GPU_CHECK_DEVICE=cpu GPU_CHECK_BENCH_ARGS=--quick
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+read -r -a BENCH_ARGS <<< "${GPU_CHECK_BENCH_ARGS:-}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export HF_HUB_DISABLE_TELEMETRY=1 TRANSFORMERS_NO_ADVISORY_WARNINGS=1
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/polyrag-gpu-cache}  # langid's decoded model, Triton's kernels
+
+# --- 1. wheels --------------------------------------------------------------------------------
+SITE=/tmp/site
+if compgen -G ".whl/*.whl" > /dev/null; then
+  mapfile -t MISSING < <("$PY" - .whl <<'EOF'
+import importlib.metadata as metadata, pathlib, sys
+for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.whl")):
+    name, version = wheel.name.split("-")[:2]
+    try:
+        print(f"  image has {name} {metadata.version(name)} (carried: {version}, not installed)", file=sys.stderr)
+    except metadata.PackageNotFoundError:
+        print(wheel)
+EOF
+  )
+  if [ ${#MISSING[@]} -gt 0 ]; then
+    echo "installing ${#MISSING[@]} carried wheels into $SITE: ${MISSING[*]##*/}"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${MISSING[@]}" \
+      || echo "WARNING: pip install of the carried wheels failed"
+  fi
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD:$PYTHONPATH"  # polyrag from this checkout (not installed there)
+
+# --- 2. machine and versions ------------------------------------------------------------------
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S') UTC, $(git rev-parse --short HEAD 2>/dev/null) on $(hostname)"
+if command -v nvidia-smi > /dev/null; then
+  nvidia-smi -L
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+else
+  echo "no nvidia-smi"
+fi
+"$PY" - <<'EOF' 2>&1 | tee "$OUT/versions.txt"
+import importlib, importlib.metadata as metadata, sys
+print("python", sys.version.split()[0])
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+      "device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+      "bf16", torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+for name in ["transformers", "tokenizers", "huggingface_hub", "sentence_transformers", "peft", "accelerate", "trl",
+             "datasets", "safetensors", "triton", "jsonschema", "pysbd", "langid", "bm25s", "rich", "pandas", "pyarrow",
+             "numpy", "fsspec"]:
+    try:
+        module = importlib.import_module(name)
+        where = "carried in .whl" if module.__file__.startswith("/tmp/site/") else "image"
+        print(f"{name} {getattr(module, '__version__', '?')} ({where})")
+    except Exception as error:  # noqa: BLE001
+        print(f"{name}: NOT IMPORTABLE: {type(error).__name__}: {error}")
+EOF
+
+# --- 3. the torch tests on CUDA ---------------------------------------------------------------
+# Deselected, because the image lacks what they need:
+#   test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter (slow): the Gemma 3 270M
+#     GGUF PyPI package (~250 MB) and a model conversion through `gguf`; it trains on CPU anyway.
+TESTS=(tests/test_transformers_backend.py tests/test_model_features.py tests/test_mars_encoder_judge.py
+       tests/test_finetune.py)
+DESELECT=(--deselect tests/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter)
+echo "== tests on $DEVICE: ${TESTS[*]}"
+# --timeout 120 a test (the slowest takes ~20 s on CPU), so that one hang leaves time for the rest.
+POLYRAG_TEST_DEVICE=$DEVICE timeout -k 15 220 "$PY" -m pytest -q -rfEs -p no:cacheprovider -o addopts= --timeout 120 \
+  "${TESTS[@]}" "${DESELECT[@]}" --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
+TESTS_RC=${PIPESTATUS[0]}
+echo "== tests exit status $TESTS_RC"
+
+# --- 4. throughput at the production shapes ---------------------------------------------------
+echo "== bench_gpu.py"
+timeout -k 15 180 "$PY" benchmarks/bench_gpu.py --device "$DEVICE" "${BENCH_ARGS[@]}" --out "$OUT/bench_gpu.csv" 2>&1 | tee "$OUT/bench_gpu.txt"
+BENCH_RC=${PIPESTATUS[0]}
+echo "== done $(date -u '+%H:%M:%S') UTC: tests exit $TESTS_RC, bench exit $BENCH_RC (124: time limit)"
+exit $(( TESTS_RC != 0 || BENCH_RC != 0 ))
