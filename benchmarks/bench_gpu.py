@@ -10,7 +10,9 @@ a. NLI pair classification (``polyrag.features.support.NLIScorer``), mDeBERTa-v3
 b. reranking (``polyrag.features.reranker.Reranker``, sentence-transformers' CrossEncoder),
    bge-reranker-v2-m3 shape (XLM-RoBERTa large);
 c. MARS encoder-judge training (``polyrag.mars.encoder_judge.train_transformers_judge``),
-   mDeBERTa-v3-base shape: examples per second of the second epoch (the first warms up);
+   mDeBERTa-v3-base shape, full fine-tuning in float32 as the code does: training examples per
+   second of each epoch, timed from the judge's own log lines, so an epoch also holds its validation
+   pass and the copy of the best weights to the CPU (the first epoch also warms up);
 d. generation (``polyrag.llm.transformers_backend.TransformersBackend``), Qwen2.5-0.5B shape in
    bfloat16 (its checkpoint's dtype, which ``dtype="auto"`` loads): generated tokens per second;
 e. LoRA fine-tuning (``polyrag.finetune.train.train_lora``, trl's SFTTrainer), Qwen2.5-0.5B shape,
