@@ -15,6 +15,7 @@
 # that a hang in one still leaves the other's results; the whole takes about 3-5 minutes on an H200.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${PYTHON:-}" ] && [ -x /opt/torch/.venv/bin/python3 ]; then PYTHON=/opt/torch/.venv/bin/python3; fi
 PY=${PYTHON:-python3}
 OUT=${OUT:-/tmp/polyrag-gpu-check}
 # A dry run of this script on a machine without a GPU: GPU_CHECK_DEVICE=cpu GPU_CHECK_BENCH_ARGS=--quick
@@ -27,7 +28,7 @@ export HF_HUB_DISABLE_TELEMETRY=1 TRANSFORMERS_NO_ADVISORY_WARNINGS=1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/polyrag-gpu-cache}  # where polyrag keeps langid's decoded model
 
 # --- 1. wheels --------------------------------------------------------------------------------
-SITE=/tmp/site
+SITE=${GPU_CHECK_SITE:-/tmp/site}
 if compgen -G ".whl/*.whl" > /dev/null; then
   mapfile -t MISSING < <("$PY" - .whl <<'EOF'
 import importlib.metadata as metadata, pathlib, sys
@@ -41,8 +42,11 @@ EOF
   )
   if [ ${#MISSING[@]} -gt 0 ]; then
     echo "installing ${#MISSING[@]} carried wheels into $SITE: ${MISSING[*]##*/}"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${MISSING[@]}" \
-      || echo "WARNING: pip install of the carried wheels failed"
+    if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+         "${MISSING[@]}"; then
+      echo "WARNING: pip install of the carried wheels failed: unpacking them instead (a wheel is a zip)"
+      for wheel in "${MISSING[@]}"; do "$PY" -m zipfile -e "$wheel" "$SITE"; done
+    fi
   fi
   export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 else
