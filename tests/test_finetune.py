@@ -497,8 +497,13 @@ def test_served_adapter_reproduces_the_trained_model(tiny_training):
         expected = trained(input_ids=inputs).logits.float()
         served = backend.model(input_ids=inputs).logits.float()
         base_logits = plain.model(input_ids=inputs).logits.float()
-    if ON_CUDA:  # trained in bf16, served in float32: the same greedy tokens, logits within bf16's rounding
-        assert torch.equal(served.argmax(-1), expected.argmax(-1))
+    if ON_CUDA:  # trained in bf16, served in float32: logits within bf16's rounding, and the same greedy
+        # token wherever the top two are further apart than that rounding (on the H200 one position of
+        # about 60 was a near tie that went the other way)
+        top_two = expected.topk(2, dim=-1).values
+        clear = (top_two[..., 0] - top_two[..., 1]) > 0.2
+        assert clear.float().mean() > 0.8
+        assert torch.equal(served.argmax(-1)[clear], expected.argmax(-1)[clear])
         assert torch.allclose(served, expected, rtol=2e-2, atol=0.1)
     else:
         assert torch.allclose(served, expected, atol=1e-5)
