@@ -21,7 +21,7 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
     if backend == "vllm":
         from polyrag.llm.vllm_backend import VLLMBackend
 
-        return VLLMBackend(seed=seed, **options)
+        return VLLMBackend(cache_dir=cache_dir, seed=seed, **options)
     if backend == "transformers":
         from polyrag.llm.transformers_backend import TransformersBackend
 

