@@ -27,12 +27,15 @@ from polyrag.config.queries import (
     model_resources,
     wrong_language_source,
 )
-from polyrag.config.validate import validate_config
+from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.judge.kinds import judge_kind, judges_scheduled
 from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
 from polyrag.errors import ConfigError
 
 try:
+    # Snakemake has already loaded these files, keeping the last of a repeated key: refuse that first.
+    for configfile_path in workflow.overwrite_configfiles or workflow.configfiles:
+        check_unique_keys(configfile_path)
     validate_config(
         config,
         Path(workflow.basedir) / "schemas" / "config.schema.yaml",

@@ -87,6 +87,23 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
          "judges.panel.members: no model pair is judged by every member"),
         (lambda c: c["judges"]["panel"].update(family="gemma"), "unknown key judges.panel.family"),
         (lambda c: c.update(features={"llm": {"judge": "panel"}}), "features.llm.judge: 'panel' is not an LLM judge"),
+        # Names become file names and wildcards: no path parts, spaces, non-ASCII or a final line break
+        # (a pattern ending in $ accepts "mnl\n").
+        *[(lambda c, name=name: c["models"].update({name: {"backend": "mock", "error_rate": 0}}),
+           f"models.{name if name.isprintable() else repr(name)}: invalid model name {name!r}")
+          for name in ["mnl\n", "a/b", "..", "../x", "a b", "modèle", "a__b"]],
+        *[(lambda c, name=name: c["judges"].update({name: {"backend": "reference"}}),
+           f"judges.{name if name.isprintable() else repr(name)}: invalid judge name {name!r}")
+          for name in ["ref\n", "a/b", "..", "a b", "jüdge", "a__b"]],
+        (lambda c: c["models"].update({10: {"backend": "mock", "error_rate": 0}}),
+         "models.10: invalid model name 10 (quote it in YAML to make it text)"),
+        (lambda c: c["finetune"].update(name="sft\n"), "finetune.name: invalid model name 'sft\\n'"),
+        (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
+        (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
+         "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'es', 'hi', 'ar', 'zh']"),
+        (lambda c: c["data"].update(source="mirage_bench"),
+         "judges.reference.weights.similarity: the reference judge 'reference' compares answers with the reference "
+         "answer, which data.source mirage_bench does not have; set judges.reference.weights.similarity: 0"),
     ],
 )
 def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):
@@ -179,3 +196,47 @@ def test_a_retry_asks_for_more_runtime_and_the_rest_stays():
     first, second = model_resources(entry), model_resources(entry, attempt=2)
     assert (first["runtime"], second["runtime"]) == (240, 480)
     assert {k: v for k, v in second.items() if k != "runtime"} == {k: v for k, v in first.items() if k != "runtime"}
+
+
+def test_the_reference_judge_without_similarity_takes_data_without_reference_answers(demo_config, repo, monkeypatch):
+    """data.source mirage_bench sets no reference answers: a reference judge with weights.similarity 0
+    (citations and language) is accepted; with similarity it is refused above (test_bad_config_...)."""
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    config["data"].update(source="mirage_bench")
+    config["judges"]["reference"]["weights"] = {"similarity": 0.0}
+    assert check(config, repo)["judges"]["cite-check"]["weights"]["similarity"] == 0.0
+
+
+def test_a_repeated_yaml_key_is_refused_with_its_line(repo, tmp_path):
+    from polyrag.config.validate import check_unique_keys
+
+    check_unique_keys(repo / "config.yaml")  # the demo repeats nothing
+    path = tmp_path / "twice.yaml"
+    path.write_text("languages: [en, de]\narena:\n  surrogate: {holdout_repeats: 5}\nmodels:\n"
+                    "  m1: {backend: mock, error_rate: 0.1}\narena:\n  bootstrap: 50\n")
+    with pytest.raises(ConfigError) as error:
+        check_unique_keys(path)
+    assert str(error.value) == (f"{path}: line 6: duplicate key arena (first at line 2); YAML would keep only the "
+                                "last one: merge the two")
+    path.write_text("models:\n  m1:\n    backend: mock\n    error_rate: 0.1\n    error_rate: 0.5\n")
+    with pytest.raises(ConfigError, match=r"line 5: duplicate key models.m1.error_rate \(first at line 4\)"):
+        check_unique_keys(path)
+    path.write_text("judges:\n  - {backend: reference, backend: panel}\n")  # inside a list, too
+    with pytest.raises(ConfigError, match=r"line 2: duplicate key judges.0.backend"):
+        check_unique_keys(path)
+
+
+def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
+    text = (repo / "config.yaml").read_text()
+    path = tmp_path / "twice.yaml"
+    path.write_text(text + "\narena:\n  bootstrap: 50\n")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
+                            cwd=repo, capture_output=True, text=True)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    first = next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith("arena:"))
+    assert (f"invalid config: {path}: line {len(text.splitlines()) + 2}: duplicate key arena (first at line {first})"
+            in output), output[-2000:]
+    assert "Job stats" not in output
+
