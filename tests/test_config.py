@@ -144,6 +144,8 @@ def test_shipped_data_is_found_from_any_working_directory(demo_config, repo, tmp
     assert config["meta_eval"]["dir"] == str(repo / "resources" / "memerag")
     assert config["mars"]["gold"]["dir"] == str(repo / "resources" / "xquad")
     (tmp_path / "resources" / "memerag").mkdir(parents=True)
+    for lang in demo_config["meta_eval"].get("languages", ["en", "de", "es", "fr", "hi"]):
+        (tmp_path / "resources" / "memerag" / f"{lang}.jsonl").write_text("")  # the files are checked too
     assert check(copy.deepcopy(demo_config), repo)["meta_eval"]["dir"] == "resources/memerag"
 
 
@@ -160,6 +162,8 @@ def test_snakemake_dry_run_with_another_working_directory(repo, tmp_path):
 def test_one_variable_points_every_xquad_stage_at_local_files(demo_config, repo, tmp_path, monkeypatch):
     monkeypatch.chdir(repo)
     monkeypatch.setenv("POLYRAG_XQUAD_DIR", str(tmp_path))
+    for lang in ("en", "de"):
+        (tmp_path / f"xquad.{lang}.json").write_text("{}")
     config = copy.deepcopy(demo_config)
     config.update(languages=["en", "de"], data={"source": "xquad", "max_questions": 20})
     del config["mars"]["gold"]
@@ -240,3 +244,97 @@ def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
             in output), output[-2000:]
     assert "Job stats" not in output
 
+
+def xquad_config(demo_config, data_dir, languages):
+    config = copy.deepcopy(demo_config)
+    config.update(languages=languages, data={"source": "xquad", "dir": str(data_dir), "max_questions": 20},
+                  finetune=None, mars=None, meta_eval=None)
+    return config
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c, tmp: c["data"].update(source="mirage_bench", dir=str(tmp)),
+         "data.dir: {tmp}/de.jsonl does not exist (data.source mirage_bench, language 'de' of languages)"),
+        (lambda c, tmp: c["meta_eval"].update(dir=str(tmp)),
+         "meta_eval.dir: {tmp}: no MEMERAG memerag file for language 'de': expected {tmp}/memerag/de.jsonl or "
+         "{tmp}/de.jsonl (meta_eval.languages)"),
+        (lambda c, tmp: c["mars"]["gold"].update(dir=str(tmp)),
+         "mars.gold.dir: {tmp}/xquad.de.json does not exist (MARS gold data of the pair en-en)"),
+        (lambda c, tmp: c["finetune"]["training"].update(source="miracl", dir=str(tmp)),
+         "finetune.training.dir: {tmp}/de.jsonl does not exist (training questions in 'de')"),
+        (lambda c, tmp: c["judges"].update(recorded={"backend": "recorded", "dir": str(tmp)}),
+         "judges.recorded.dir: {tmp}/de.jsonl does not exist (recorded verdicts in 'de')"),
+    ],
+)
+def test_a_missing_local_data_file_is_named_with_its_key(demo_config, repo, tmp_path, monkeypatch, edit, expected):
+    """Every local file a job would read is checked before any job; each case has en only."""
+    monkeypatch.chdir(repo)
+    for name in ("en.jsonl", "xquad.en.json"):
+        (tmp_path / name).write_text("{}\n")
+    config = copy.deepcopy(demo_config)
+    config.update(languages=["en", "de"])
+    config["mars"].update(languages=["en", "de"])
+    config["meta_eval"].update(languages=["en", "de"])
+    config["judges"]["reference"]["weights"] = {"similarity": 0.0}  # mirage_bench has no reference answers
+    edit(config, tmp_path)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value) == f"my.yaml: {expected.format(tmp=tmp_path)}"
+
+
+def test_a_missing_xquad_language_is_named_before_any_job(demo_config, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("POLYRAG_XQUAD_DIR", raising=False)
+    for lang in ("en", "de"):
+        (tmp_path / f"xquad.{lang}.json").write_text("{}")
+    check(xquad_config(demo_config, tmp_path, ["en", "de"]), repo)
+    with pytest.raises(ConfigError) as error:
+        check(xquad_config(demo_config, tmp_path, ["en", "de", "ru"]), repo)
+    assert str(error.value) == (f"my.yaml: data.dir: {tmp_path}/xquad.ru.json does not exist (data.source xquad, "
+                                "language 'ru' of languages)")
+    monkeypatch.setenv("POLYRAG_XQUAD_DIR", str(tmp_path))  # the folder named by the variable: said so
+    config = xquad_config(demo_config, tmp_path, ["en", "ru-de"])
+    config["data"]["dir"] = None
+    with pytest.raises(ConfigError, match=r"my.yaml: data.dir \(from \$POLYRAG_XQUAD_DIR\): .*xquad.ru.json does not "):
+        check(config, repo)
+
+
+@pytest.mark.slow
+def test_an_edited_data_file_reruns_the_jobs_that_read_it(demo_config, repo, tmp_path):
+    """Every local data file a job reads is its input: replacing one reruns that job (and what
+    follows), a dry run says why; the other languages' jobs stay done."""
+    folders = {"data": "demo", "memerag": "memerag", "xquad": "xquad", "train": "demo-train"}
+    for folder, shipped in folders.items():
+        (tmp_path / folder).mkdir()
+        for path in (repo / "resources" / shipped).glob("*.json*"):
+            (tmp_path / folder / path.name).write_bytes(path.read_bytes())
+    config = copy.deepcopy(demo_config)
+    config["data"]["dir"], config["meta_eval"]["dir"] = str(tmp_path / "data"), str(tmp_path / "memerag")
+    config["mars"]["gold"]["dir"], config["finetune"]["training"]["dir"] = str(tmp_path / "xquad"), str(tmp_path / "train")
+    config["cache_dir"] = str(tmp_path / "cache")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+
+    def snakemake(*args):
+        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
+                               "--configfile", str(tmp_path / "config.yaml"), "--cores", "2", *args],
+                              capture_output=True, text=True)
+
+    done = ["results/data/en.parquet", "results/data/de.parquet", "results/meta_eval/data/en.parquet"]
+    assert snakemake(*done).returncode == 0
+    for path in (tmp_path / "data" / "en.jsonl", tmp_path / "memerag" / "en.jsonl"):  # a corrected file
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:-1]), encoding="utf-8")
+    result = snakemake("-n", *done, "results/mars/gold/en-de.parquet", "results/finetune/data/en.parquet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = result.stdout.split("rule ")
+    rerun = [job.split(":")[0] for job in jobs if "reason: Updated input files" in job]
+    assert sorted(rerun) == ["memerag_sentences", "select_questions"]
+    assert f"Updated input files: {tmp_path}/data/en.jsonl" in result.stdout
+    assert "output: results/data/de.parquet" not in result.stdout  # de's data stays done
+    # MARS's XQuAD files and the fine-tuning questions are inputs of the jobs that read them.
+    mars_gold = next(job for job in jobs if job.startswith("mars_gold:"))
+    assert all(f"{tmp_path}/xquad/xquad.{lang}.json" in mars_gold for lang in ("en", "de"))
+    finetune = next(job for job in jobs if job.startswith("finetune_questions:"))
+    assert f"{tmp_path}/train/zh.jsonl" in finetune

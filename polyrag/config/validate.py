@@ -16,8 +16,9 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
+from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
-                                    judge_contestants, judge_pairs, judged_models, mars_pairs,
+                                    judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student, student_entry
@@ -194,6 +195,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         error = best_match(validator.iter_errors(config))
         if error is not None:
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
+    check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
+                     mars_gold_pairs(config) if config["mars"] else [])
     return config
 
 
