@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from polyrag.arena.gold_labels import KEY_COLUMNS, read_key
 from polyrag.csv_tables import read_table, read_text_table
@@ -60,8 +59,7 @@ def test_models_named_like_numbers_and_missing_values_reach_the_leaderboard(repo
     config = tiny_config(repo, tmp_path, languages=("en", "de"), features={"embedding_similarity": False},
                          judges=judges, **models)
     config["arena"] = {"judge": "cite", "bootstrap": 20, "surrogate": {"holdout_repeats": 2, "holdout_models": 1}}
-    # JSON: YAML would read the name 10 back as the number 10 (the config refuses it, asking for quotes).
-    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))  # '10' quoted: unquoted YAML reads a number
     result = snakemake(repo, tmp_path, "--cores", "2", "results/leaderboard.csv", "results/judges.html")
     assert result.returncode == 0, result.stderr[-3000:]
     names = set(models)
