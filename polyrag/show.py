@@ -8,22 +8,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
+from polyrag.csv_tables import read_table
 
 COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "judged"]
 
 
 def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
-    table = pd.read_csv(leaderboard)
+    table = read_table(leaderboard)
     shown = table[[c for c in COLUMNS if c in table.columns]].head(rows)
     more = f"\n({len(table) - rows} more rows in {leaderboard})" if len(table) > rows else ""
     text = (f"Leaderboard ({leaderboard}, scores are Bradley-Terry logits, 95% bootstrap interval):\n"
             f"{shown.to_string(index=False, float_format=lambda x: f'{x:.2f}')}{more}\n\n")
     detailed = leaderboard.with_name("leaderboard_detailed.csv")
     if detailed.exists():
-        wide = pd.read_csv(detailed)
+        wide = read_table(detailed)
         if "gold_anchored_by" in wide:
             gold = wide[wide["gold_anchored_logit"].notna()].sort_values("gold_anchored_rank")
             gold = gold[["model", *GOLD_ANCHORED_COLUMNS.values()]].rename(

@@ -27,12 +27,16 @@ from polyrag.config.queries import (
     model_resources,
     wrong_language_source,
 )
-from polyrag.config.validate import validate_config
+from polyrag.config.data_files import mars_gold_files, memerag_files, question_files, recorded_files, training_files
+from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.judge.kinds import judge_kind, judges_scheduled
 from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
 from polyrag.errors import ConfigError
 
 try:
+    # Snakemake has already loaded these files, keeping the last of a repeated key: refuse that first.
+    for configfile_path in workflow.overwrite_configfiles or workflow.configfiles:
+        check_unique_keys(configfile_path)
     validate_config(
         config,
         Path(workflow.basedir) / "schemas" / "config.schema.yaml",
@@ -269,6 +273,25 @@ def wrong_language_sources(wildcards):
     if entry["backend"] != "mock" or "wrong_language" not in entry["corruptions"]:
         return {}
     return {lang: wrong_language_source(entry, lang, LANGUAGES) for lang in LANGUAGES}
+
+
+def question_data_files(wildcards):
+    """The local files select_questions reads (data.dir): an edited one reruns its language."""
+    return question_files(config, wildcards.lang)
+
+
+def memerag_data_files(wildcards):
+    return memerag_files(config, wildcards.memerag_lang)
+
+
+def mars_gold_data_files(wildcards):
+    return mars_gold_files(config, wildcards.pair)
+
+
+def recorded_verdict_files(wildcards):
+    """A recorded judge's local verdict files (judges.{judge}.dir) in the languages of the job."""
+    languages = [wildcards.lang] if "lang" in wildcards.keys() else LANGUAGES
+    return recorded_files(config, wildcards.judge, languages)
 
 
 def time_filter_entry(wildcards):

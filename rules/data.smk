@@ -2,6 +2,8 @@
 
 
 rule select_questions:
+    input:
+        local=question_data_files,
     output:
         "results/data/{lang}.parquet",
     params:

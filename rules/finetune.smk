@@ -11,6 +11,7 @@ if FT:
     rule finetune_questions:
         input:
             evaluated=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+            local=training_files(config, FT_LANGUAGES),
         output:
             expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
         params:

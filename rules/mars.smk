@@ -5,6 +5,7 @@
 rule mars_gold:
     input:
         evaluated=evaluated_question_files,
+        local=mars_gold_data_files,
     output:
         "results/mars/gold/{pair}.parquet",
     params:

@@ -3,6 +3,8 @@
 
 
 rule memerag_sentences:
+    input:
+        local=memerag_data_files,
     output:
         "results/meta_eval/data/{memerag_lang}.parquet",
     params:

@@ -2,8 +2,7 @@
 
 import json
 
-import pandas as pd
-
+from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.plots import arena
 
@@ -11,11 +10,11 @@ from polyrag.plots import arena
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     languages = sm.params.languages
-    leaderboard = pd.read_csv(sm.input.leaderboard)
-    by_language = pd.read_csv(sm.input.by_language)
+    leaderboard = read_table(sm.input.leaderboard)
+    by_language = read_table(sm.input.by_language)
     arena.rank_heatmap(leaderboard, languages, sm.output.rank_heatmap)
     arena.bt_logits(by_language, languages, sm.output.logits)
-    arena.feature_lollipops({lang: pd.read_csv(path) for lang, path in zip(languages, sm.input.model_features)},
+    arena.feature_lollipops({lang: read_table(path) for lang, path in zip(languages, sm.input.model_features)},
                             sm.output.features)
     importances = {}
     for lang, path in zip(languages, sm.input.surrogate_metrics):

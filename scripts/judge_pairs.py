@@ -7,8 +7,7 @@ local model reads each question's passages once)."""
 
 import logging
 
-import pandas as pd
-
+from polyrag.csv_tables import read_table
 from polyrag.features.table import read_aligned
 from polyrag.judge.games import arena_items, write_games
 from polyrag.judge.kinds import open_pair_judge
@@ -19,7 +18,7 @@ def round_pairs(sm) -> list[dict]:
     """The pairs of a round (rule judge_round), each with the question ids of its units."""
     from polyrag.arena.adaptive import questions_by_pair  # here: it imports scipy.stats, 0.6 s a job
 
-    units = pd.read_csv(sm.input.units, dtype={"query_id": str})
+    units = read_table(sm.input.units)
     answers = dict(zip(sm.params.models, sm.input.answers))
     return [{"lang": sm.wildcards.lang, "model_a": a, "model_b": b, "questions": sm.input.questions,
              "answers_a": answers[a], "answers_b": answers[b], "output": sm.output[0], "query_ids": set(query_ids)}

@@ -7,6 +7,7 @@ import pandas as pd
 
 from polyrag.arena.judges_report import (agreement_view, diagnostics_view, diagnostics_with_human_agreement,
                                          rankings_by_judge, self_preference_view, style_view)
+from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.report_table import sections_html
 
@@ -37,7 +38,7 @@ NOTES = {
 
 
 def read_all(paths: list[str]) -> pd.DataFrame:
-    frames = [pd.read_csv(path) for path in paths]
+    frames = [read_table(path) for path in paths]
     frames = [frame for frame in frames if not frame.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -46,11 +47,11 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     i, p = sm.input, sm.params
     diagnostics = diagnostics_with_human_agreement(
-        read_all(i.diagnostics), pd.read_csv(i.credibility) if i.credibility else None)
+        read_all(i.diagnostics), read_table(i.credibility) if i.credibility else None)
     diagnostics.to_csv(sm.output.diagnostics, index=False)
-    bradley_terry = pd.concat([pd.read_csv(path).assign(judge=judge, lang=lang) for path, (judge, lang) in zip(
+    bradley_terry = pd.concat([read_table(path).assign(judge=judge, lang=lang) for path, (judge, lang) in zip(
         i.bradley_terry, [(judge, lang) for judge in p.judges for lang in p.languages])], ignore_index=True)
-    coefficients = pd.concat([pd.read_csv(path).assign(judge=judge, lang=lang) for path, (judge, lang) in zip(
+    coefficients = pd.concat([read_table(path).assign(judge=judge, lang=lang) for path, (judge, lang) in zip(
         i.style_coefficients, [(judge, lang) for judge in p.judges for lang in p.languages])], ignore_index=True)
     agreement, preference = read_all(i.agreement), read_all(i.self_preference)
     sections = [

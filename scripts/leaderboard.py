@@ -9,6 +9,7 @@ import pandas as pd
 from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_budget, with_gold_anchored,
                                        with_mars_scores, with_style_controlled)
 from polyrag.arena.style_control import style_controlled_ranks
+from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 
 
@@ -16,22 +17,22 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     i = sm.input
     per_language = {
-        lang: language_table(lang, pd.read_csv(bt), pd.read_parquet(boot), pd.read_csv(sur), pd.read_parquet(sur_boot))
+        lang: language_table(lang, read_table(bt), pd.read_parquet(boot), read_table(sur), pd.read_parquet(sur_boot))
         for lang, bt, boot, sur, sur_boot in zip(
             sm.params.languages, i.bradley_terry, i.bootstrap, i.surrogate, i.surrogate_bootstrap)
     }
     table, by_language = leaderboard(per_language)
-    style = {lang: (pd.read_csv(path), pd.read_parquet(boot))
+    style = {lang: (read_table(path), pd.read_parquet(boot))
              for lang, path, boot in zip(sm.params.languages, i.style_controlled, i.style_bootstrap)}
     table = with_style_controlled(table, style_controlled_ranks(style))
     if i.rounds:  # a budgeted arena: games per model and the share of the exhaustive design spent
         records = [json.loads(Path(path).read_text(encoding="utf-8")) for path in i.rounds]
-        bt = {lang: pd.read_csv(path) for lang, path in zip(sm.params.languages, i.bradley_terry)}
+        bt = {lang: read_table(path) for lang, path in zip(sm.params.languages, i.bradley_terry)}
         table, by_language = with_budget(table, by_language, bt, dict(zip(sm.params.languages, records)))
     if i.mars:
-        table = with_mars_scores(table, pd.concat([pd.read_csv(path) for path in i.mars], ignore_index=True))
+        table = with_mars_scores(table, pd.concat([read_table(path) for path in i.mars], ignore_index=True))
     if i.gold:
-        table = with_gold_anchored(table, pd.read_csv(i.gold), sm.params.gold_judge)
+        table = with_gold_anchored(table, read_table(i.gold), sm.params.gold_judge)
     short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)
     table.to_csv(sm.output.detailed, index=False)
     by_language.to_csv(sm.output.by_language, index=False)

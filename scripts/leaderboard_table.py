@@ -3,15 +3,14 @@ short leaderboard first, then every column of leaderboard_detailed.csv."""
 
 from pathlib import Path
 
-import pandas as pd
-
+from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.report_table import sections_html
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    detailed = pd.read_csv(sm.input.detailed)
+    detailed = read_table(sm.input.detailed)
     mars_scope = (f" MARS columns (mars_*) pool only the languages in mars_languages "
                   f"({', '.join(sorted(set(detailed['mars_languages'].dropna())))})."
                   if "mars_languages" in detailed else "")
@@ -19,10 +18,10 @@ def main() -> None:
         ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: the "
          "ranks the intervals allow, jointly for all models (results/leaderboard.csv). These intervals say how sure "
          "we are about the judge's preferences, not people's.",
-         pd.read_csv(sm.input.leaderboard)),
+         read_table(sm.input.leaderboard)),
     ]
     if sm.input.gold:
-        gold = pd.read_csv(sm.input.gold)
+        gold = read_table(sm.input.gold)
         shown = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst", "judge_only_logit",
                       "judge_only_rank", "gold_only_logit", "n_gold", "n_eff", "lambda"]]
         sections.append((

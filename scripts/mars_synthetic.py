@@ -4,8 +4,9 @@ import json
 
 import pandas as pd
 
-from polyrag.data.records import read_questions
 from polyrag.config.entries import backend_options
+from polyrag.csv_tables import read_text_table
+from polyrag.data.records import read_questions
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 from polyrag.mars.labels import split_pair
@@ -29,7 +30,7 @@ def main() -> None:
     count = mars["few_shot"]["count"]
     if mars["few_shot"]["file"]:
         path = mars["few_shot"]["file"]
-        examples = few_shot_from_file(pd.read_csv(path, sep="\t", dtype=str), path, pair, count)
+        examples = few_shot_from_file(read_text_table(path, sep="\t"), path, pair, count)
     else:
         examples = few_shot_from_gold(gold, count, pair)
     embedder = make_embedder(mars["filter"])

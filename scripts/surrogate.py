@@ -5,6 +5,7 @@ import json
 import pandas as pd
 
 from polyrag.arena.surrogate import surrogate
+from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.seeds import stable_seed
 
@@ -15,7 +16,7 @@ def main() -> None:
     questions = pd.read_parquet(sm.input.questions, columns=["query_id", "arena"])
     features = {model: pd.read_parquet(path) for model, path in zip(sm.params.models, sm.input.features)}
     table, samples, metrics, model_features = surrogate(
-        features, pd.read_csv(sm.input.bradley_terry), pd.read_parquet(sm.input.bootstrap),
+        features, read_table(sm.input.bradley_terry), pd.read_parquet(sm.input.bootstrap),
         pd.read_parquet(sm.input.tournaments), questions.loc[questions["arena"], "query_id"].astype(str).tolist(),
         settings["regressor"], settings["params"], settings["holdout_models"], settings["holdout_repeats"],
         stable_seed(sm.params.seed, "surrogate", sm.wildcards.judge, sm.wildcards.lang) % 2**32, sm.threads)

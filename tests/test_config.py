@@ -87,6 +87,23 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
          "judges.panel.members: no model pair is judged by every member"),
         (lambda c: c["judges"]["panel"].update(family="gemma"), "unknown key judges.panel.family"),
         (lambda c: c.update(features={"llm": {"judge": "panel"}}), "features.llm.judge: 'panel' is not an LLM judge"),
+        # Names become file names and wildcards: no path parts, spaces, non-ASCII or a final line break
+        # (a pattern ending in $ accepts "mnl\n").
+        *[(lambda c, name=name: c["models"].update({name: {"backend": "mock", "error_rate": 0}}),
+           f"models.{name if name.isprintable() else repr(name)}: invalid model name {name!r}")
+          for name in ["mnl\n", "a/b", "..", "../x", "a b", "modèle", "a__b"]],
+        *[(lambda c, name=name: c["judges"].update({name: {"backend": "reference"}}),
+           f"judges.{name if name.isprintable() else repr(name)}: invalid judge name {name!r}")
+          for name in ["ref\n", "a/b", "..", "a b", "jüdge", "a__b"]],
+        (lambda c: c["models"].update({10: {"backend": "mock", "error_rate": 0}}),
+         "models.10: invalid model name 10 (quote it in YAML to make it text)"),
+        (lambda c: c["finetune"].update(name="sft\n"), "finetune.name: invalid model name 'sft\\n'"),
+        (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
+        (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
+         "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'es', 'hi', 'ar', 'zh']"),
+        (lambda c: c["data"].update(source="mirage_bench"),
+         "judges.reference.weights.similarity: the reference judge 'reference' compares answers with the reference "
+         "answer, which data.source mirage_bench does not have; set judges.reference.weights.similarity: 0"),
     ],
 )
 def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, expected):
@@ -127,6 +144,8 @@ def test_shipped_data_is_found_from_any_working_directory(demo_config, repo, tmp
     assert config["meta_eval"]["dir"] == str(repo / "resources" / "memerag")
     assert config["mars"]["gold"]["dir"] == str(repo / "resources" / "xquad")
     (tmp_path / "resources" / "memerag").mkdir(parents=True)
+    for lang in demo_config["meta_eval"].get("languages", ["en", "de", "es", "fr", "hi"]):
+        (tmp_path / "resources" / "memerag" / f"{lang}.jsonl").write_text("")  # the files are checked too
     assert check(copy.deepcopy(demo_config), repo)["meta_eval"]["dir"] == "resources/memerag"
 
 
@@ -143,6 +162,8 @@ def test_snakemake_dry_run_with_another_working_directory(repo, tmp_path):
 def test_one_variable_points_every_xquad_stage_at_local_files(demo_config, repo, tmp_path, monkeypatch):
     monkeypatch.chdir(repo)
     monkeypatch.setenv("POLYRAG_XQUAD_DIR", str(tmp_path))
+    for lang in ("en", "de"):
+        (tmp_path / f"xquad.{lang}.json").write_text("{}")
     config = copy.deepcopy(demo_config)
     config.update(languages=["en", "de"], data={"source": "xquad", "max_questions": 20})
     del config["mars"]["gold"]
@@ -179,3 +200,141 @@ def test_a_retry_asks_for_more_runtime_and_the_rest_stays():
     first, second = model_resources(entry), model_resources(entry, attempt=2)
     assert (first["runtime"], second["runtime"]) == (240, 480)
     assert {k: v for k, v in second.items() if k != "runtime"} == {k: v for k, v in first.items() if k != "runtime"}
+
+
+def test_the_reference_judge_without_similarity_takes_data_without_reference_answers(demo_config, repo, monkeypatch):
+    """data.source mirage_bench sets no reference answers: a reference judge with weights.similarity 0
+    (citations and language) is accepted; with similarity it is refused above (test_bad_config_...)."""
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    config["data"].update(source="mirage_bench")
+    config["judges"]["reference"]["weights"] = {"similarity": 0.0}
+    assert check(config, repo)["judges"]["cite-check"]["weights"]["similarity"] == 0.0
+
+
+def test_a_repeated_yaml_key_is_refused_with_its_line(repo, tmp_path):
+    from polyrag.config.validate import check_unique_keys
+
+    check_unique_keys(repo / "config.yaml")  # the demo repeats nothing
+    path = tmp_path / "twice.yaml"
+    path.write_text("languages: [en, de]\narena:\n  surrogate: {holdout_repeats: 5}\nmodels:\n"
+                    "  m1: {backend: mock, error_rate: 0.1}\narena:\n  bootstrap: 50\n")
+    with pytest.raises(ConfigError) as error:
+        check_unique_keys(path)
+    assert str(error.value) == (f"{path}: line 6: duplicate key arena (first at line 2); YAML would keep only the "
+                                "last one: merge the two")
+    path.write_text("models:\n  m1:\n    backend: mock\n    error_rate: 0.1\n    error_rate: 0.5\n")
+    with pytest.raises(ConfigError, match=r"line 5: duplicate key models.m1.error_rate \(first at line 4\)"):
+        check_unique_keys(path)
+    path.write_text("judges:\n  - {backend: reference, backend: panel}\n")  # inside a list, too
+    with pytest.raises(ConfigError, match=r"line 2: duplicate key judges.0.backend"):
+        check_unique_keys(path)
+
+
+def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
+    text = (repo / "config.yaml").read_text()
+    path = tmp_path / "twice.yaml"
+    path.write_text(text + "\narena:\n  bootstrap: 50\n")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
+                            cwd=repo, capture_output=True, text=True)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    first = next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith("arena:"))
+    assert (f"invalid config: {path}: line {len(text.splitlines()) + 2}: duplicate key arena (first at line {first})"
+            in output), output[-2000:]
+    assert "Job stats" not in output
+
+
+def xquad_config(demo_config, data_dir, languages):
+    config = copy.deepcopy(demo_config)
+    config.update(languages=languages, data={"source": "xquad", "dir": str(data_dir), "max_questions": 20},
+                  finetune=None, mars=None, meta_eval=None)
+    return config
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c, tmp: c["data"].update(source="mirage_bench", dir=str(tmp)),
+         "data.dir: {tmp}/de.jsonl does not exist (data.source mirage_bench, language 'de' of languages)"),
+        (lambda c, tmp: c["meta_eval"].update(dir=str(tmp)),
+         "meta_eval.dir: {tmp}: no MEMERAG memerag file for language 'de': expected {tmp}/memerag/de.jsonl or "
+         "{tmp}/de.jsonl (meta_eval.languages)"),
+        (lambda c, tmp: c["mars"]["gold"].update(dir=str(tmp)),
+         "mars.gold.dir: {tmp}/xquad.de.json does not exist (MARS gold data of the pair en-en)"),
+        (lambda c, tmp: c["finetune"]["training"].update(source="miracl", dir=str(tmp)),
+         "finetune.training.dir: {tmp}/de.jsonl does not exist (training questions in 'de')"),
+        (lambda c, tmp: c["judges"].update(recorded={"backend": "recorded", "dir": str(tmp)}),
+         "judges.recorded.dir: {tmp}/de.jsonl does not exist (recorded verdicts in 'de')"),
+    ],
+)
+def test_a_missing_local_data_file_is_named_with_its_key(demo_config, repo, tmp_path, monkeypatch, edit, expected):
+    """Every local file a job would read is checked before any job; each case has en only."""
+    monkeypatch.chdir(repo)
+    for name in ("en.jsonl", "xquad.en.json"):
+        (tmp_path / name).write_text("{}\n")
+    config = copy.deepcopy(demo_config)
+    config.update(languages=["en", "de"])
+    config["mars"].update(languages=["en", "de"])
+    config["meta_eval"].update(languages=["en", "de"])
+    config["judges"]["reference"]["weights"] = {"similarity": 0.0}  # mirage_bench has no reference answers
+    edit(config, tmp_path)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value) == f"my.yaml: {expected.format(tmp=tmp_path)}"
+
+
+def test_a_missing_xquad_language_is_named_before_any_job(demo_config, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("POLYRAG_XQUAD_DIR", raising=False)
+    for lang in ("en", "de"):
+        (tmp_path / f"xquad.{lang}.json").write_text("{}")
+    check(xquad_config(demo_config, tmp_path, ["en", "de"]), repo)
+    with pytest.raises(ConfigError) as error:
+        check(xquad_config(demo_config, tmp_path, ["en", "de", "ru"]), repo)
+    assert str(error.value) == (f"my.yaml: data.dir: {tmp_path}/xquad.ru.json does not exist (data.source xquad, "
+                                "language 'ru' of languages)")
+    monkeypatch.setenv("POLYRAG_XQUAD_DIR", str(tmp_path))  # the folder named by the variable: said so
+    config = xquad_config(demo_config, tmp_path, ["en", "ru-de"])
+    config["data"]["dir"] = None
+    with pytest.raises(ConfigError, match=r"my.yaml: data.dir \(from \$POLYRAG_XQUAD_DIR\): .*xquad.ru.json does not "):
+        check(config, repo)
+
+
+@pytest.mark.slow
+def test_an_edited_data_file_reruns_the_jobs_that_read_it(demo_config, repo, tmp_path):
+    """Every local data file a job reads is its input: replacing one reruns that job (and what
+    follows), a dry run says why; the other languages' jobs stay done."""
+    folders = {"data": "demo", "memerag": "memerag", "xquad": "xquad", "train": "demo-train"}
+    for folder, shipped in folders.items():
+        (tmp_path / folder).mkdir()
+        for path in (repo / "resources" / shipped).glob("*.json*"):
+            (tmp_path / folder / path.name).write_bytes(path.read_bytes())
+    config = copy.deepcopy(demo_config)
+    config["data"]["dir"], config["meta_eval"]["dir"] = str(tmp_path / "data"), str(tmp_path / "memerag")
+    config["mars"]["gold"]["dir"], config["finetune"]["training"]["dir"] = str(tmp_path / "xquad"), str(tmp_path / "train")
+    config["cache_dir"] = str(tmp_path / "cache")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+
+    def snakemake(*args):
+        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
+                               "--configfile", str(tmp_path / "config.yaml"), "--cores", "2", *args],
+                              capture_output=True, text=True)
+
+    done = ["results/data/en.parquet", "results/data/de.parquet", "results/meta_eval/data/en.parquet"]
+    assert snakemake(*done).returncode == 0
+    for path in (tmp_path / "data" / "en.jsonl", tmp_path / "memerag" / "en.jsonl"):  # a corrected file
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:-1]), encoding="utf-8")
+    result = snakemake("-n", *done, "results/mars/gold/en-de.parquet", "results/finetune/data/en.parquet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = result.stdout.split("rule ")
+    rerun = [job.split(":")[0] for job in jobs if "reason: Updated input files" in job]
+    assert sorted(rerun) == ["memerag_sentences", "select_questions"]
+    assert f"Updated input files: {tmp_path}/data/en.jsonl" in result.stdout
+    assert "output: results/data/de.parquet" not in result.stdout  # de's data stays done
+    # MARS's XQuAD files and the fine-tuning questions are inputs of the jobs that read them.
+    mars_gold = next(job for job in jobs if job.startswith("mars_gold:"))
+    assert all(f"{tmp_path}/xquad/xquad.{lang}.json" in mars_gold for lang in ("en", "de"))
+    finetune = next(job for job in jobs if job.startswith("finetune_questions:"))
+    assert f"{tmp_path}/train/zh.jsonl" in finetune

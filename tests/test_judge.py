@@ -65,6 +65,22 @@ def test_reference_judge(hindi):
     assert {r["verdict"] for r in judge_with_reference(arena_items(records, uncited, good), "a", "b", only_citation)} == {"model_b"}
 
 
+def test_reference_judge_without_similarity_needs_no_reference_answer(hindi):
+    """Data without reference answers (data.source mirage_bench, miracl): a judge that gives
+    similarity no weight judges on citations and language; one that does stops, naming the question."""
+    records, english = hindi
+    no_reference = [{**r, "reference_answer": None} for r in records]
+    good = [perfect(r) for r in records]
+    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
+    items = arena_items(no_reference, good, wrong_language)
+    cheap = {**REFERENCE, "weights": {"similarity": 0.0, "citation": 1.0, "language": 1.0}}
+    rows = judge_with_reference(items, "good", "wrong", cheap)
+    assert len(rows) == 6 and {r["verdict"] for r in rows} == {"model_a"}
+    assert json.loads(rows[0]["raw_output"])["good"]["similarity"] is None
+    with pytest.raises(DataError, match=r"question .*: the reference judge needs a reference answer"):
+        judge_with_reference(items, "good", "wrong", REFERENCE)
+
+
 def test_reference_judge_through_the_shared_store_reuses_vectors(hindi, tmp_path, monkeypatch):
     """Every pair of a model embeds its answers: through the store a second pair computes nothing."""
     from polyrag.features import embedding

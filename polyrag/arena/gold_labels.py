@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from polyrag.arena.gold_anchored import active_inclusion_probabilities
+from polyrag.csv_tables import read_table
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
 
@@ -83,7 +84,7 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
 def read_key(path: str) -> pd.DataFrame:
     """``key.csv`` as ``sample_units`` wrote it: ids and model names as text (a numeric-looking
     question id stays text), ``inclusion_probability`` as a number."""
-    return pd.read_csv(path, dtype={column: str for column in KEY_COLUMNS if column != "inclusion_probability"})
+    return read_table(path)
 
 
 def passages_text(passages) -> str:

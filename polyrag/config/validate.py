@@ -16,8 +16,10 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
+from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
-                                    judge_contestants, judge_pairs, judged_models, mars_pairs, wrong_language_source)
+                                    judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
+                                    wrong_language_source)
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student, student_entry
 from polyrag.generate.prompts import refusal
@@ -25,8 +27,12 @@ from polyrag.judge.kinds import judge_kind
 from polyrag.mars.labels import split_pair
 from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
 
-MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Matched with fullmatch: a pattern ending in $ also accepts a name with a final line break.
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+LANGUAGE_KEY = re.compile(r"[a-z]{2,3}(-[a-z]{2,3})?")
 META_EVAL_RESERVED = ("data", "scores", "e5-similarity", "nli", "mars")
+#: Data sources whose loaders set no reference answer (the reference judge's similarity needs one).
+SOURCES_WITHOUT_REFERENCE_ANSWERS = ("mirage_bench", "miracl")
 
 
 def _with_defaults(validator_class):
@@ -61,13 +67,68 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{_key_path(error.absolute_path)}: {error.message}"
 
 
-def check_model_names(models: dict, source: str) -> None:
-    for name in models or {}:
-        if not isinstance(name, str) or not MODEL_NAME.match(name) or "__" in name:
-            raise ConfigError(
-                f"{source}: models.{name}: invalid model name {name!r}; names match "
-                "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__' (it separates pairs in file names)"
-            )
+def check_unique_keys(path: str | Path) -> None:
+    """Refuse a config file that repeats a key in one mapping: YAML loaders (Snakemake's too) keep
+    the last silently, so a second ``arena:`` block would drop the first's settings."""
+    path = Path(path)
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return  # Snakemake read it; a file YAML cannot compose (JSON with tabs) is left to its loader
+    if isinstance(root, yaml.MappingNode) and any(key.value == "__use_yte__" for key, _ in root.value):
+        return  # a yte template: its ?if and ?else keys may repeat by design
+    constructor = yaml.SafeLoader("")
+    seen_nodes = set()
+
+    def walk(node, where: list[str]) -> None:
+        if id(node) in seen_nodes:  # an alias to a node already checked
+            return
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, [*where, str(index)])
+        if not isinstance(node, yaml.MappingNode):
+            return
+        first_line = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = constructor.construct_object(key_node)  # `yes` and `true`, `10` and `0xA` are one key
+            name = ".".join([*where, str(key)])
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise ConfigError(f"{path}: line {line}: duplicate key {name} (first at line {first_line[key]}); "
+                                  "YAML would keep only the last one: merge the two")
+            first_line[key] = line
+            walk(value_node, [*where, str(key)])
+
+    walk(root, [])
+
+
+def check_names(config: dict, source: str) -> None:
+    """Model and judge names and language keys become file names and wildcards: ASCII letters,
+    digits, '.', '_' and '-' only, checked before the schema so that the message says why."""
+    sections = {"models": "model", "judges": "judge"}
+    for section, kind in sections.items():
+        names = config.get(section)
+        for name in names if isinstance(names, dict) else {}:
+            if not isinstance(name, str) or not MODEL_NAME.fullmatch(name) or "__" in name:
+                hint = " (quote it in YAML to make it text)" if not isinstance(name, str) else ""
+                shown = name if isinstance(name, str) and name.isprintable() else repr(name)  # one line
+                raise ConfigError(
+                    f"{source}: {section}.{shown}: invalid {kind} name {name!r}{hint}; names match "
+                    "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__' (it separates pairs in file names)"
+                )
+    finetune = config.get("finetune")
+    name = finetune.get("name") if isinstance(finetune, dict) else None
+    if isinstance(name, str) and (not MODEL_NAME.fullmatch(name) or "__" in name):
+        raise ConfigError(f"{source}: finetune.name: invalid model name {name!r}; names match "
+                          "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__'")
+    languages = config.get("languages")
+    for index, lang in enumerate(languages if isinstance(languages, list) else []):
+        if isinstance(lang, str) and not LANGUAGE_KEY.fullmatch(lang):
+            raise ConfigError(f"{source}: languages.{index}: invalid language key {lang!r}; a key is an ISO 639 "
+                              "code (de) or a question-passage pair (de-en)")
 
 
 #: Keys naming local data, and the environment variable read when the key is null.
@@ -120,7 +181,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     not exist in the working directory (``resolve_local_data``)."""
     if not isinstance(config, dict) or not config:
         raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
-    check_model_names(config.get("models"), source)
+    check_names(config, source)
     with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
@@ -136,6 +197,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         error = best_match(validator.iter_errors(config))
         if error is not None:
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
+    check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
+                     mars_gold_pairs(config) if config["mars"] else [])
     return config
 
 
@@ -166,6 +229,9 @@ def check_semantics(config: dict, source: str) -> None:
     arena_judge = config["arena"]["judge"]
     if arena_judge is not None and arena_judge not in config["judges"]:
         raise ConfigError(f"{source}: arena.judge: {arena_judge!r} is not a judge under judges:")
+    unknown = [lang for lang in config["arena"]["budget_by_language"] if lang not in languages]
+    if unknown:
+        raise ConfigError(f"{source}: arena.budget_by_language: {unknown} not among languages {languages}")
     if config["judges"] and len(judged_models(config)) < 2:
         raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
                           f"found {judged_models(config)}")
@@ -242,7 +308,14 @@ def check_judges(config: dict, source: str) -> None:
             if entry.get(key) is not None:
                 raise ConfigError(f"{source}: models.{name}.{key}: only a judge under judges: takes {key}")
     judged = judged_models(config)
+    data_source = config["data"]["source"]
     for name, entry in config["judges"].items():
+        if (entry["backend"] == "reference" and entry["weights"]["similarity"]
+                and data_source in SOURCES_WITHOUT_REFERENCE_ANSWERS):
+            raise ConfigError(
+                f"{source}: judges.{name}.weights.similarity: the reference judge {name!r} compares answers with "
+                f"the reference answer, which data.source {data_source} does not have; set "
+                f"judges.{name}.weights.similarity: 0 (citations and language only) or use another judge")
         unknown = [model for model in entry.get("contestants") or [] if model not in judged]
         if unknown:
             raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judge: true "

@@ -61,8 +61,11 @@ def game_row(record, model_a, model_b, a_first, verdict, raw, calls, tokens) -> 
 def judge_with_reference(items, model_a: str, model_b: str, options: dict, embed=embed) -> list[dict]:
     rows = []
     for record, answer_a, answer_b in items:
-        if not record.get("reference_answer"):
-            raise DataError(f"question {record['query_id']}: the reference judge needs a reference answer")
+        # Only the similarity part reads the reference answer: a judge that gives it no weight
+        # (citations and language) judges data without reference answers too.
+        if options["weights"]["similarity"] and not record.get("reference_answer"):
+            raise DataError(f"question {record['query_id']}: the reference judge needs a reference answer "
+                            "(or weights.similarity: 0)")
         score_a, score_b = answer_scores(record, [answer_a, answer_b], options["weights"], embed)
         for a_first in (True, False):
             first, second = (score_a, score_b) if a_first else (score_b, score_a)

@@ -22,11 +22,14 @@ def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, f
     """Score parts and total for each answer (None for an unparseable answer); ``embed`` may be
     an ``EmbeddingStore``."""
     docids = [p["docid"] for p in record["passages"]]
-    reference = strip_citations(record["reference_answer"], docids)
     relevant = set(record["relevant_docids"])
     texts = [strip_citations(a["answer"], docids) if a and a["answer"] else None for a in answers]
-    # A judge that gives similarity no weight (a cheap citation-and-language judge) embeds nothing.
-    vectors = embed([reference] + [t for t in texts if t is not None]) if weights["similarity"] else None
+    # A judge that gives similarity no weight (a cheap citation-and-language judge) embeds nothing
+    # and reads no reference answer (the data may have none).
+    vectors = None
+    if weights["similarity"]:
+        reference = strip_citations(record["reference_answer"], docids)
+        vectors = embed([reference] + [t for t in texts if t is not None])
     scores, k = [], 1
     for answer, text in zip(answers, texts):
         if text is None:

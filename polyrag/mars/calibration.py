@@ -18,6 +18,7 @@ import logging
 
 import pandas as pd
 
+from polyrag.csv_tables import read_text_table
 from polyrag.errors import DataError
 from polyrag.mars.labels import COLUMNS, LABEL_COLUMNS, TEXT_COLUMNS, parse_label
 from polyrag.mars.negatives import with_negatives
@@ -73,7 +74,7 @@ def calibration_from_gold(gold_by_pair: dict[str, pd.DataFrame], seed: int) -> p
 
 def calibration_from_tsv(path: str) -> pd.DataFrame:
     try:
-        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        table = read_text_table(path, sep="\t")
     except (OSError, pd.errors.ParserError) as error:
         raise DataError(f"{path}: cannot read the calibration TSV ({error})") from None
     missing = [c for c in (*TEXT_COLUMNS, "doc_lang", "qa_lang") if c not in table.columns]

@@ -1,0 +1,72 @@
+"""Names read back from polyrag's CSV tables stay as written: a model named NA, 080 or 10."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from polyrag.arena.gold_labels import KEY_COLUMNS, read_key
+from polyrag.csv_tables import read_table, read_text_table
+from polyrag.show import summary
+
+from .test_workflow import snakemake, tiny_config
+
+NAMES = ["NA", "080", "10", "None", "nan"]
+
+
+def test_name_columns_stay_text_and_numbers_stay_numbers(tmp_path):
+    path = tmp_path / "bradley_terry.csv"
+    pd.DataFrame({"model": NAMES, "judge": ["null"] * 5, "lang": ["nan"] * 5, "query_id": ["007"] * 5,
+                  "logit": [1.5, np.nan, -0.5, 0.0, 2.0], "rank": [1, 2, 3, 4, 5],
+                  "family": ["NA", None, "gemma", "", "1"], "note": [None, "NA", None, None, None]}
+                 ).to_csv(path, index=False)
+    assert pd.read_csv(path)["model"].isna().sum() == 3  # the hazard: NA, None and nan are missing
+    table = read_table(path)
+    assert table["model"].tolist() == NAMES
+    assert (table["judge"] == "null").all() and (table["lang"] == "nan").all() and (table["query_id"] == "007").all()
+    assert table["logit"].dtype == float and table["logit"].isna().tolist() == [False, True, False, False, False]
+    assert table["rank"].dtype == np.int64
+    # An empty name cell is a missing name; "NA" in a text column that is no name is missing as before.
+    assert table["family"].tolist()[0] == "NA" and table["family"].isna().tolist() == [False, True, False, True, False]
+    assert table["note"].isna().all()
+    tsv = tmp_path / "few_shot.tsv"
+    tsv.write_text("Query\tAnswer\tdoc_lang\nNA\t\t080\n")
+    assert read_text_table(tsv, sep="\t").iloc[0].tolist() == ["NA", "", "080"]
+
+
+def test_readers_keep_model_names(tmp_path):
+    leaderboard = tmp_path / "leaderboard.csv"
+    pd.DataFrame({"rank": [1, 2, 3], "model": ["080", "NA", "10"], "score": [1.0, 0.0, -1.0],
+                  "ci_low": [0.5, -0.5, -1.5], "ci_high": [1.5, 0.5, -0.5], "judged": [True] * 3}
+                 ).to_csv(leaderboard, index=False)
+    text = summary(leaderboard, tmp_path / "report.html")
+    assert " 080 " in text and " NA " in text and "nan" not in text.lower().replace("report", "")
+    key = tmp_path / "key.csv"
+    pd.DataFrame([["u1", "de", "0042", "080", "NA", "NA", "080", 0.25]], columns=KEY_COLUMNS).to_csv(key, index=False)
+    row = read_key(key).iloc[0]
+    assert (row["query_id"], row["model_a"], row["model_b"], row["inclusion_probability"]) == ("0042", "080", "NA", 0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_models_named_like_numbers_and_missing_values_reach_the_leaderboard(repo, tmp_path):
+    """The arena end to end with models NA, 080 and 10 (mock systems, a reference judge on
+    citations and language: no embeddings): every table keeps the names."""
+    models = {name: {"backend": "mock", "error_rate": rate} for name, rate in (("NA", 0.0), ("080", 0.5), ("10", 0.8))}
+    judges = {"cite": {"backend": "reference", "weights": {"similarity": 0.0, "citation": 1.0, "language": 1.0}}}
+    config = tiny_config(repo, tmp_path, languages=("en", "de"), features={"embedding_similarity": False},
+                         judges=judges, **models)
+    config["arena"] = {"judge": "cite", "bootstrap": 20, "surrogate": {"holdout_repeats": 2, "holdout_models": 1}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))  # '10' quoted: unquoted YAML reads a number
+    result = snakemake(repo, tmp_path, "--cores", "2", "results/leaderboard.csv", "results/judges.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    names = set(models)
+    leaderboard = read_table(tmp_path / "results" / "leaderboard.csv")
+    assert set(leaderboard["model"]) == names
+    for lang in ("en", "de"):
+        arena = tmp_path / "results" / "arena" / "cite" / lang
+        assert set(read_table(arena / "surrogate.csv")["model"]) == names
+        assert set(pd.read_csv(arena / "bradley_terry.csv", dtype=str, keep_default_na=False)["model"]) == names
+    assert all(f">{name}<" in (tmp_path / "results" / "judges.html").read_text() for name in names)
