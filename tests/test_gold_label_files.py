@@ -38,7 +38,8 @@ def choice_result(value, name="preference"):
 
 
 def test_an_empty_csv_is_refused(tmp_path):
-    refused(tmp_path, "filled.csv", "", r"filled.csv: the file is empty; the gold labels need columns unit_id and label")
+    refused(tmp_path, "filled.csv", "",
+            r"filled.csv: the file is empty; the gold labels need columns unit_id and label")
 
 
 def test_a_header_without_the_label_column_is_refused_even_without_rows(tmp_path):

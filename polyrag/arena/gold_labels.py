@@ -195,10 +195,10 @@ def _studio_choice(task: dict, where: str):
                                 f"{choices}; choose exactly one of {list(CHOICES)}")
             own.append((r_number, choices[0]))
         if len(own) > 1:
-            fields = [result.get("from_name", "?") for result in results
-                      if isinstance(result, dict) and result.get("type") == "choices"]
-            raise DataError(f"{where}: annotation {a_number} has {len(own)} choice results ({', '.join(map(str, fields))}"
-                            f"): {[choice for _, choice in own]}; keep one")
+            fields = ", ".join(str(result.get("from_name", "?")) for result in results
+                               if isinstance(result, dict) and result.get("type") == "choices")
+            raise DataError(f"{where}: annotation {a_number} has {len(own)} choice results ({fields}): "
+                            f"{[choice for _, choice in own]}; keep one")
         chosen += [(a_number, choice) for _, choice in own]
     if len(chosen) > 1:
         raise DataError(f"{where}: {len(chosen)} annotations (numbers {[n for n, _ in chosen]}) choose "
