@@ -16,6 +16,7 @@ The round trip, per language:
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from math import floor as floor_count
@@ -25,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from polyrag.arena.gold_anchored import active_inclusion_probabilities
-from polyrag.csv_tables import read_table
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
+from polyrag.spreadsheet import from_spreadsheet, write_csv_for_people
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +82,20 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
     return chosen[KEY_COLUMNS]
 
 
+KEY_TEXT_COLUMNS = [column for column in KEY_COLUMNS if column != "inclusion_probability"]
+
+
+def write_key(key: pd.DataFrame, path: str) -> None:
+    """``key.csv``: a person may open it to unblind the sample, and question ids come from the data
+    (untrusted): a text cell a spreadsheet would run as a formula gets a quote (``read_key`` strips it)."""
+    write_csv_for_people(key, path, KEY_TEXT_COLUMNS)
+
+
 def read_key(path: str) -> pd.DataFrame:
-    """``key.csv`` as ``sample_units`` wrote it: ids and model names as text (a numeric-looking
+    """``key.csv`` as ``write_key`` wrote it: ids and model names as text (a numeric-looking
     question id stays text), ``inclusion_probability`` as a number."""
-    return read_table(path)
+    key = pd.read_csv(path, dtype={column: str for column in KEY_TEXT_COLUMNS}, keep_default_na=False)
+    return from_spreadsheet(key, KEY_TEXT_COLUMNS)
 
 
 def passages_text(passages) -> str:
@@ -115,7 +126,11 @@ def task_rows(key: pd.DataFrame, questions: pd.DataFrame, answers: dict[str, pd.
 
 def write_tasks(tasks: pd.DataFrame, csv_path: str, jsonl_path: str, label_studio_path: str,
                 label_studio_config_path: str) -> None:
-    tasks.to_csv(csv_path, index=False)
+    """The annotation files. Answers, questions and passages are untrusted text: in the CSV, which
+    people open in a spreadsheet, a cell that would run as a formula gets a leading quote
+    (``polyrag.spreadsheet``; ``read_filled`` strips it); the JSONL and Label Studio files keep the
+    text exact."""
+    write_csv_for_people(tasks, csv_path)
     with open(jsonl_path, "w", encoding="utf-8") as handle:
         for record in tasks.to_dict(orient="records"):
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -138,47 +153,143 @@ def normalised_label(value, where: str) -> str | None:
     raise DataError(f"{where}: label {text!r} is not one of {list(LABELS)} or {list(CHOICES)}")
 
 
-def label_studio_rows(records: list, path: str) -> list[dict]:
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def _studio_choice(task: dict, where: str):
+    """The one choice of a Label Studio task (None if it has none), refusing what is ambiguous."""
+    annotations = task.get("annotations", [])
+    if annotations is None:
+        annotations = []
+    if not isinstance(annotations, list):
+        raise DataError(f"{where}: annotations is {_kind(annotations)}, a list of annotations expected")
+    chosen = []  # (annotation number, the choices of one result)
+    for a_number, annotation in enumerate(annotations, 1):
+        if not isinstance(annotation, dict):
+            raise DataError(f"{where}: annotation {a_number} is {_kind(annotation)}, an object expected")
+        if annotation.get("was_cancelled"):
+            continue
+        results = annotation.get("result", [])
+        if results is None:
+            results = []
+        if not isinstance(results, list):
+            raise DataError(f"{where}: annotation {a_number}: result is {_kind(results)}, a list expected")
+        own = []
+        for r_number, result in enumerate(results, 1):
+            if not isinstance(result, dict):
+                raise DataError(f"{where}: annotation {a_number}, result {r_number} is {_kind(result)}, "
+                                "an object expected")
+            if result.get("type") != "choices":
+                continue
+            value = result.get("value")
+            if not isinstance(value, dict) or "choices" not in value:
+                raise DataError(f"{where}: annotation {a_number}, result {r_number} has no value.choices")
+            choices = value["choices"]
+            if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+                raise DataError(f"{where}: annotation {a_number}, result {r_number}: value.choices is "
+                                f"{choices!r}, a list of one choice expected")
+            if len(choices) != 1:
+                raise DataError(f"{where}: annotation {a_number}, result {r_number} has {len(choices)} choices "
+                                f"{choices}; choose exactly one of {list(CHOICES)}")
+            own.append((r_number, choices[0]))
+        if len(own) > 1:
+            fields = ", ".join(str(result.get("from_name", "?")) for result in results
+                               if isinstance(result, dict) and result.get("type") == "choices")
+            raise DataError(f"{where}: annotation {a_number} has {len(own)} choice results ({fields}): "
+                            f"{[choice for _, choice in own]}; keep one")
+        chosen += [(a_number, choice) for _, choice in own]
+    if len(chosen) > 1:
+        raise DataError(f"{where}: {len(chosen)} annotations (numbers {[n for n, _ in chosen]}) choose "
+                        f"{[choice for _, choice in chosen]}; keep one annotation per unit")
+    return chosen[0][1] if chosen else None
+
+
+def label_studio_rows(records, path: str) -> list[dict]:
+    """``unit_id, label, where`` of every task of a Label Studio JSON export (a list of tasks)."""
+    if not isinstance(records, list):
+        raise DataError(f"{path}: a Label Studio export is a JSON list of tasks, this file holds {_kind(records)}")
     rows = []
-    for number, task in enumerate(records):
+    for number, task in enumerate(records, 1):
         where = f"{path}: task {number}"
-        if not isinstance(task, dict) or "unit_id" not in task.get("data", {}):
-            raise DataError(f"{where}: a Label Studio task needs data.unit_id")
-        choices = [result["value"]["choices"] for annotation in task.get("annotations", [])
-                   if not annotation.get("was_cancelled") for result in annotation.get("result", [])
-                   if result.get("type") == "choices"]
-        if len(choices) > 1:
-            raise DataError(f"{where}: {len(choices)} annotations; keep one per unit")
-        rows.append({"unit_id": task["data"]["unit_id"], "label": choices[0][0] if choices else None,
-                     "where": where})
+        if not isinstance(task, dict):
+            raise DataError(f"{where}: the task is {_kind(task)}, an object with data.unit_id expected")
+        if "id" in task and isinstance(task["id"], (int, str)):
+            where += f" (id {task['id']})"
+        data = task.get("data")
+        if not isinstance(data, dict) or "unit_id" not in data:
+            shown = "no data" if data is None else f"data is {_kind(data)}" if not isinstance(data, dict) else \
+                "data has no unit_id"
+            raise DataError(f"{where}: {shown}; a Label Studio task needs data.unit_id")
+        rows.append({"unit_id": data["unit_id"], "label": _studio_choice(task, where), "where": where})
     return rows
 
 
+def _text(path: str) -> str:
+    """The file as text: UTF-8 (a byte-order mark allowed); otherwise one message naming the line."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise DataError(f"{path}: line {line}: not UTF-8 text (byte 0x{raw[error.start]:02x}); save the file as "
+                        "UTF-8") from None
+
+
+def _jsonl_records(path: str) -> list[dict]:
+    records = []
+    for i, line in enumerate(_text(path).splitlines()):
+        if not line.strip():
+            continue
+        where = f"{path}: line {i + 1}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{where}: not JSON ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{where}: {_kind(record)}, an object with unit_id and label expected")
+        missing = [name for name in ("unit_id", "label") if name not in record]
+        if missing:
+            raise DataError(f"{where}: no {' and no '.join(missing)} (each line needs unit_id and label, "
+                            "null for a unit not labelled)")
+        records.append({**record, "where": where})
+    return records
+
+
+def _csv_records(path: str) -> list[dict]:
+    try:
+        frame = pd.read_csv(io.StringIO(_text(path)), dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty; the gold labels need columns unit_id and label") from None
+    if not {"unit_id", "label"} <= set(frame.columns):
+        raise DataError(f"{path}: the gold labels need columns unit_id and label (found {list(frame.columns)})")
+    # tasks.csv as polyrag wrote it: cells a spreadsheet would run as formulas carry a quote
+    frame = from_spreadsheet(frame)
+    return [{**row, "where": f"{path}: row {i + 2}"} for i, row in enumerate(frame.to_dict("records"))]
+
+
 def read_filled(path: str) -> pd.DataFrame:
-    """``unit_id, label`` (one of ``LABELS`` or None) from a filled CSV, JSONL or Label Studio export."""
+    """``unit_id, label`` (one of ``LABELS`` or None) from a filled CSV, JSONL or Label Studio export;
+    a file that cannot be read is refused with one message naming the file and row."""
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            records = [{**row, "where": f"{path}: row {i + 2}"} for i, row in enumerate(frame.to_dict("records"))]
+            records = _csv_records(path)
         elif suffix == ".jsonl":
-            records = []
-            for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
-                if line.strip():
-                    try:
-                        records.append({**json.loads(line), "where": f"{path}: line {i + 1}"})
-                    except json.JSONDecodeError as error:
-                        raise DataError(f"{path}: line {i + 1}: not JSON ({error.msg})") from None
+            records = _jsonl_records(path)
         elif suffix == ".json":
-            records = label_studio_rows(json.loads(Path(path).read_text(encoding="utf-8")), path)
+            records = label_studio_rows(json.loads(_text(path)), path)
         else:
             raise DataError(f"{path}: gold labels must be .csv, .jsonl or a Label Studio export (.json)")
     except (OSError, json.JSONDecodeError, pd.errors.ParserError) as error:
         raise DataError(f"{path}: cannot read the gold labels ({error})") from None
-    if records and not {"unit_id", "label"} <= set(records[0]):
-        raise DataError(f"{path}: the gold labels need columns unit_id and label")
-    rows = [{"unit_id": str(r["unit_id"]), "label": normalised_label(r.get("label"), r["where"]), "where": r["where"]}
-            for r in records]
+    rows = []
+    for r in records:
+        unit = r["unit_id"]
+        if not isinstance(unit, (str, int)) or isinstance(unit, bool):
+            raise DataError(f"{r['where']}: unit_id is {_kind(unit)}, the unit's id (text) expected")
+        rows.append({"unit_id": str(unit), "label": normalised_label(r.get("label"), r["where"]), "where": r["where"]})
     return pd.DataFrame(rows, columns=["unit_id", "label", "where"])
 
 
