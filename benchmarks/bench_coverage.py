@@ -19,8 +19,9 @@ effect (``power``). Settings stress each estimator's assumptions:
 - Bradley-Terry (``bradley_terry.bradley_terry``): 6 models, 12, 30 and 100 questions; each
   model's interval of its centred strength, and the joint rank ranges (every model's true rank
   inside its range at once). Anchor: MIRAGE-BENCH's 200-tournament percentile intervals, ranks
-  from overlapping intervals. Also the leaderboard's mean over 3 languages and the budgeted
-  arena's adaptive pair selection (half of the exhaustive design).
+  from overlapping intervals. Also a model that played on only 4 of 12 or 4 of 30 questions
+  (its own interval), the leaderboard's mean over 3 languages and the budgeted arena's adaptive
+  pair selection (half of the exhaustive design).
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
   rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
 
@@ -278,6 +279,23 @@ def bt_cell(seed: int, source: str, questions: int, tied: bool = False) -> dict:
             "ranks_covered": bool(ranks_covered)}
 
 
+def few_questions_cell(seed: int, questions: int, played: int, model: int = 2) -> dict:
+    """One model plays on only ``played`` of the arena's ``questions`` questions (it joined a
+    budgeted arena late, a judge has ``max_questions``, or most of its verdicts are invalid); the
+    others play on all. ``covered``: that model's interval holds its true logit; the rank ranges
+    are checked for every model at once."""
+    rng = rng_for(seed, "bench_coverage", "few_questions")
+    games = arena_games(rng, questions)
+    mine = (games["model_a"] == MODELS[model]) | (games["model_b"] == MODELS[model])
+    kept = [f"q{q}" for q in rng.choice(questions, played, replace=False)]
+    games = games[~mine | games["query_id"].isin(kept)]
+    table = bradley_terry(games, MODELS, 0.01, TOURNAMENTS, rng)[0].set_index("model").loc[MODELS]
+    low, high = table["ci_low"].to_numpy()[model], table["ci_high"].to_numpy()[model]
+    ranks = true_ranks()
+    return {"covered": bool(low <= TRUE_LOGITS[model] <= high), "width": float(high - low),
+            "ranks_covered": bool(np.all((table["rank_best"] <= ranks) & (ranks <= table["rank_worst"])))}
+
+
 def leaderboard_cell(seed: int, languages: int, questions: int) -> dict:
     """The leaderboard's score (mean logit over languages) of judged models, languages drawn
     independently with the same strengths."""
@@ -321,6 +339,9 @@ def bt_cells() -> list[tuple]:
     for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
         cells.append(("bradley_terry", source, "6 models of equal strength (no true order), 12 questions", bt_cell,
                       {"source": source, "questions": 12, "tied": True}))
+    for questions in (12, 30):
+        cells.append(("bradley_terry", "polyrag", f"a model on 4 of {questions} questions (the others on all): "
+                      "its interval", few_questions_cell, {"questions": questions, "played": 4}))
     cells.append(("leaderboard", "polyrag", "mean over 3 languages, 12 questions each", leaderboard_cell,
                   {"languages": 3, "questions": 12}))
     for design in ("ranking", "random"):
