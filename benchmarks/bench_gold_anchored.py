@@ -233,7 +233,8 @@ def main() -> None:
     start = time.perf_counter()
     if args.table:
         questions, budget = map(int, args.table.split(","))
-        jobs = [(scenario, judge, seed, questions, budget) for scenario, judge in SETTINGS for seed in range(args.seeds)]
+        jobs = [(scenario, judge, seed, questions, budget)
+                for scenario, judge in SETTINGS for seed in range(args.seeds)]
         with ProcessPoolExecutor(args.workers) as pool:
             raw = pd.DataFrame(pool.map(table_seed, jobs, chunksize=8))
         print(raw.groupby(["scenario", "judge"], sort=False).agg(
@@ -241,7 +242,8 @@ def main() -> None:
             reported_models=("reported_models", "mean"), coverage_reported=("covered", "mean"),
             coverage_unrestricted=("unrestricted", "mean"), coverage_left_out=("left_out_covered", "mean"),
             lam=("lambda", "mean"),
-            rmse_ppi_over_gold_only=("error_ppi", lambda e: np.sqrt(e.mean() / raw.loc[e.index, "error_gold_only"].mean())),
+            rmse_ppi_over_gold_only=("error_ppi",
+                                     lambda e: np.sqrt(e.mean() / raw.loc[e.index, "error_gold_only"].mean())),
         ).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"\n{args.seeds} seeds per setting, {questions} questions, {budget} labels, "
               f"{time.perf_counter() - start:.0f} s on {args.workers} workers")
