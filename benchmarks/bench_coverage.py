@@ -19,8 +19,9 @@ effect (``power``). Settings stress each estimator's assumptions:
 - Bradley-Terry (``bradley_terry.bradley_terry``): 6 models, 12, 30 and 100 questions; each
   model's interval of its centred strength, and the joint rank ranges (every model's true rank
   inside its range at once). Anchor: MIRAGE-BENCH's 200-tournament percentile intervals, ranks
-  from overlapping intervals. Also the leaderboard's mean over 3 languages and the budgeted
-  arena's adaptive pair selection (half of the exhaustive design).
+  from overlapping intervals. Also a model that played on only 4 of 12 or 4 of 30 questions
+  (its own interval), the leaderboard's mean over 3 languages and the budgeted arena's adaptive
+  pair selection (half of the exhaustive design).
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
   rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
 
@@ -278,6 +279,23 @@ def bt_cell(seed: int, source: str, questions: int, tied: bool = False) -> dict:
             "ranks_covered": bool(ranks_covered)}
 
 
+def few_questions_cell(seed: int, questions: int, played: int, model: int = 2) -> dict:
+    """One model plays on only ``played`` of the arena's ``questions`` questions (it joined a
+    budgeted arena late, a judge has ``max_questions``, or most of its verdicts are invalid); the
+    others play on all. ``covered``: that model's interval holds its true logit; the rank ranges
+    are checked for every model at once."""
+    rng = rng_for(seed, "bench_coverage", "few_questions")
+    games = arena_games(rng, questions)
+    mine = (games["model_a"] == MODELS[model]) | (games["model_b"] == MODELS[model])
+    kept = [f"q{q}" for q in rng.choice(questions, played, replace=False)]
+    games = games[~mine | games["query_id"].isin(kept)]
+    table = bradley_terry(games, MODELS, 0.01, TOURNAMENTS, rng)[0].set_index("model").loc[MODELS]
+    low, high = table["ci_low"].to_numpy()[model], table["ci_high"].to_numpy()[model]
+    ranks = true_ranks()
+    return {"covered": bool(low <= TRUE_LOGITS[model] <= high), "width": float(high - low),
+            "ranks_covered": bool(np.all((table["rank_best"] <= ranks) & (ranks <= table["rank_worst"])))}
+
+
 def leaderboard_cell(seed: int, languages: int, questions: int) -> dict:
     """The leaderboard's score (mean logit over languages) of judged models, languages drawn
     independently with the same strengths."""
@@ -321,6 +339,9 @@ def bt_cells() -> list[tuple]:
     for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
         cells.append(("bradley_terry", source, "6 models of equal strength (no true order), 12 questions", bt_cell,
                       {"source": source, "questions": 12, "tied": True}))
+    for questions in (12, 30):
+        cells.append(("bradley_terry", "polyrag", f"a model on 4 of {questions} questions (the others on all): "
+                      "its interval", few_questions_cell, {"questions": questions, "played": 4}))
     cells.append(("leaderboard", "polyrag", "mean over 3 languages, 12 questions each", leaderboard_cell,
                   {"languages": 3, "questions": 12}))
     for design in ("ranking", "random"):
@@ -343,10 +364,21 @@ def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method
     return {"covered": row["covered"], "width": width, "ranks_covered": row["ranks_covered"]}
 
 
+def gold_anchored_table_cell(seed: int, scenario: str, judge: str, questions: int, budget: int) -> dict:
+    """What gold_anchored.csv reports for a small arena (``bench_gold_anchored.table_seed``): the
+    estimable models' intervals of their logits centred over themselves; a table where no model is
+    estimable counts in neither the coverage nor the width."""
+    import bench_gold_anchored
+
+    row = bench_gold_anchored.table_seed((scenario, judge, seed, questions, budget))
+    return {"covered": row["covered"], "width": row.get("width", np.nan)}
+
+
 def gold_anchored_cells() -> list[tuple]:
     """The gold-anchored arena's intervals and rank-sets of the labellers' logits: few labels, a
     biased judge, close models, a useless judge, labels chosen by the judge's uncertainty; and the
-    judge alone, which these intervals replace."""
+    judge alone, which these intervals replace. Also what gold_anchored.csv reports at 30 labels
+    of 12 questions (a demo language), where some models are not estimable."""
     settings = [("spread", "biased", 100, "PPI++"), ("spread", "biased", 50, "PPI++"), ("close", "biased", 100, "PPI++"),
                 ("spread", "useless", 100, "PPI++"), ("spread", "biased", 100, "active PPI++"),
                 ("spread", "biased", 100, "gold-only BT"), ("spread", "biased", 0, "judge-only BT")]
@@ -354,7 +386,11 @@ def gold_anchored_cells() -> list[tuple]:
              f"8 models {scenario}, 200 questions, {judge} judge, {budget} gold labels" + (
                  " (flagged: under 100 labels)" if 0 < budget < 100 else ""),
              gold_anchored_cell, {"scenario": scenario, "judge": judge, "budget": budget, "method": method})
-            for scenario, judge, budget, method in settings]
+            for scenario, judge, budget, method in settings] + [
+        ("gold_anchored (PPI++, gold_anchored.csv)", "polyrag",
+         f"8 models {scenario}, 12 questions, {judge} judge, 30 gold labels: estimable models (flagged: under 100 labels)",
+         gold_anchored_table_cell, {"scenario": scenario, "judge": judge, "questions": 12, "budget": 30})
+        for scenario, judge in (("spread", "biased"), ("spread", "useless"))]
 
 
 # --- running ---------------------------------------------------------------------------------

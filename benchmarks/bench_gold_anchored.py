@@ -20,6 +20,7 @@ coverage (over models and seeds), joint rank-set coverage (every model's true ra
 rank-set, per arena), mean interval width, mean n_eff / n and mean lambda.
 
     python benchmarks/bench_gold_anchored.py --seeds 500
+    python benchmarks/bench_gold_anchored.py --seeds 300 --table 12,30   # gold_anchored.csv at a small size
 """
 
 from __future__ import annotations
@@ -150,6 +151,58 @@ def one_seed(args: tuple) -> list[dict]:
     return [{"scenario": scenario, "judge": judge, "seed": seed, **row} for row in rows]
 
 
+def table_seed(args: tuple) -> dict:
+    """What ``gold_anchored.csv`` reports for one small arena (``questions`` questions, ``budget``
+    uniform labels, PPI++ tuned), as the workflow builds it (``gold_anchored_table``): whether
+    some or every model is not estimable, and the coverage of the estimable models' intervals of
+    their logits centred over themselves, beside every model's interval of the unrestricted fit
+    (an unbounded one counted as covering) and that of the models left out of a finite fit; and
+    the root-mean-square error of PPI++ over that of gold-only where both fits are finite."""
+    from polyrag.arena.gold_anchored import gold_anchored, gold_anchored_table
+
+    global QUESTIONS
+    scenario, judge, seed, questions, budget = args
+    saved, QUESTIONS = QUESTIONS, questions
+    try:
+        theta = SCENARIOS[scenario]
+        truth = true_logits(theta)
+        rng = np.random.default_rng([seed, questions, budget, judge == "useless"])
+        pairs, question, gold, value = arena(theta, judge, rng)
+    finally:
+        QUESTIONS = saved
+    models = [f"m{k}" for k in range(MODELS)]
+    units = pd.DataFrame({"unit_id": [f"u{k}" for k in range(len(pairs))], "lang": "xx",
+                          "query_id": question.astype(str), "model_a": np.array(models)[pairs[:, 0]],
+                          "model_b": np.array(models)[pairs[:, 1]], "judge_value": value, "valid_orders": 2})
+    chosen = rng.choice(len(pairs), budget, replace=False)
+    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[chosen], "gold": gold[chosen]})
+    table = gold_anchored_table(units, labels, models, {"cant_judge": 0, "missing": 0}).set_index("model").loc[models]
+    labelled = np.zeros(len(pairs), bool)
+    labelled[chosen] = True
+    fits = gold_anchored(pairs, value, labelled, gold[labelled], MODELS,
+                         clusters=np.char.add("xx\x1f", question.astype(str)))
+    fit, gold_only = fits["gold_anchored"], fits["gold_only"]
+    low, high = normal_interval(fit)
+    keep = table["estimable"].to_numpy()
+    row = {"scenario": scenario, "judge": judge, "seed": seed, "lambda": fit.lam, "some_not_estimable": (~keep).any(),
+           "none_estimable": (~keep).all(), "unrestricted": float(np.mean((low <= truth) & (truth <= high))),
+           "reported_models": int(keep.sum()), "covered": np.nan,
+           # the models left out of a finite fit (preferred in all or none of their labels): how
+           # often the interval of the unrestricted fit would have held them
+           "left_out_covered": float(np.mean(((low <= truth) & (truth <= high))[~keep]))
+           if fit.converged and not keep.all() and keep.any() else np.nan,
+           # where both fits are finite: squared errors of PPI++ (tuned lambda) and of gold-only
+           "error_ppi": np.mean((fit.logit - truth) ** 2) if fit.converged and gold_only.converged else np.nan,
+           "error_gold_only": np.mean((gold_only.logit - truth) ** 2) if fit.converged and gold_only.converged
+           else np.nan}
+    if keep.any():
+        centred_truth = truth[keep] - truth[keep].mean()
+        row["covered"] = float(np.mean((table["ci_low"].to_numpy()[keep] <= centred_truth)
+                                       & (centred_truth <= table["ci_high"].to_numpy()[keep])))
+        row["width"] = float(np.mean(table["ci_high"].to_numpy()[keep] - table["ci_low"].to_numpy()[keep]))
+    return row
+
+
 SETTINGS = (("spread", "biased"), ("close", "biased"), ("spread", "useless"))
 
 
@@ -174,8 +227,27 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="CSV of the summary table")
+    parser.add_argument("--table", default=None, metavar="QUESTIONS,LABELS",
+                        help="instead: what gold_anchored.csv reports at this small size (e.g. 12,30)")
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.table:
+        questions, budget = map(int, args.table.split(","))
+        jobs = [(scenario, judge, seed, questions, budget)
+                for scenario, judge in SETTINGS for seed in range(args.seeds)]
+        with ProcessPoolExecutor(args.workers) as pool:
+            raw = pd.DataFrame(pool.map(table_seed, jobs, chunksize=8))
+        print(raw.groupby(["scenario", "judge"], sort=False).agg(
+            some_not_estimable=("some_not_estimable", "mean"), none_estimable=("none_estimable", "mean"),
+            reported_models=("reported_models", "mean"), coverage_reported=("covered", "mean"),
+            coverage_unrestricted=("unrestricted", "mean"), coverage_left_out=("left_out_covered", "mean"),
+            lam=("lambda", "mean"),
+            rmse_ppi_over_gold_only=("error_ppi",
+                                     lambda e: np.sqrt(e.mean() / raw.loc[e.index, "error_gold_only"].mean())),
+        ).to_string(float_format=lambda v: f"{v:.3f}"))
+        print(f"\n{args.seeds} seeds per setting, {questions} questions, {budget} labels, "
+              f"{time.perf_counter() - start:.0f} s on {args.workers} workers")
+        return
     table = summary(run(args.seeds, args.workers))
     pd.set_option("display.width", 200)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -24,12 +24,16 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
     if detailed.exists():
         wide = read_table(detailed)
         if "gold_anchored_by" in wide:
-            gold = wide[wide["gold_anchored_logit"].notna()].sort_values("gold_anchored_rank")
-            gold = gold[["model", *GOLD_ANCHORED_COLUMNS.values()]].rename(
-                columns={wide_name: name for name, wide_name in GOLD_ANCHORED_COLUMNS.items()})
+            names = {wide_name: name for name, wide_name in GOLD_ANCHORED_COLUMNS.items()}
+            wide = wide.reindex(columns=["model", "gold_anchored_by", *names]).rename(columns=names)
+            gold = wide[wide["logit"].notna()].sort_values("rank")
             gold = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]]
+            shown = (gold.head(rows).to_string(index=False, float_format=lambda x: f"{x:.2f}") if len(gold)
+                     else "(no model's logit is estimable from these labels)")
+            left_out = wide[wide["logit"].isna() & wide["note"].notna()]  # not estimable: the note says why
+            shown += "".join(f"\n{row.model}: {row.note}" for row in left_out.itertuples())
             text += (f"Gold-anchored ranking ({wide['gold_anchored_by'].iloc[0]}; intervals for the labellers' "
-                     f"preferences):\n{gold.head(rows).to_string(index=False, float_format=lambda x: f'{x:.2f}')}\n\n")
+                     f"preferences):\n{shown}\n\n")
     return text + f"Report: open {report.resolve()} in a browser"
 
 

@@ -3,7 +3,7 @@ bootstrap.parquet and tournaments.parquet, the Bradley-Terry fit and its questio
 
 import logging
 
-from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bradley_terry
+from polyrag.arena.bradley_terry import bradley_terry, few_questions_warnings
 from polyrag.arena.games import read_games
 from polyrag.logs import run_logged
 from polyrag.seeds import rng_for
@@ -22,9 +22,8 @@ def main() -> None:
         "%d games on %d questions: %d ties (half a win each), %d invalid verdicts excluded",
         (games["verdict"] != "invalid").sum(), games["query_id"].nunique(),
         (games["verdict"] == "tie").sum(), (games["verdict"] == "invalid").sum())
-    if games["query_id"].nunique() < MIN_BOOTSTRAP_QUESTIONS:
-        log.warning("judge %s has games on only %d questions in %s: its intervals (question bootstrap) are not "
-                    "reliable below %d", judge, games["query_id"].nunique(), lang, MIN_BOOTSTRAP_QUESTIONS)
+    for message in few_questions_warnings(table, judge, lang):  # per model: its own questions
+        log.warning("%s", message)
     table.to_csv(sm.output.table, index=False)
     bootstrap.to_parquet(sm.output.bootstrap, index=False)
     tournaments.to_parquet(sm.output.tournaments, index=False)

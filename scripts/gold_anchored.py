@@ -31,8 +31,8 @@ def main() -> None:
     table.insert(1, "scope", sm.wildcards.scope)
     log.info("%d units, %d gold labels, lambda %.3f; n_eff per model %s", len(units), len(labels),
              table["lambda"].iloc[0], dict(zip(table["model"], table["n_eff"].round(1))))
-    if not table["converged"].all():
-        log.warning("the gold-anchored fit has no finite maximum (the labels separate a model): unbounded intervals")
+    for row in table[~table["estimable"]].itertuples():
+        log.warning("gold-anchored %s: %s", row.model, row.note)
     games = {lang: read_games([p for p in sm.input.games if f"/{lang}/" in p]) for lang in sm.params.languages}
     answers = {}
     for path in map(Path, sm.input.answers):  # results/answers/{model}/{lang}.parquet

@@ -22,13 +22,15 @@ def main() -> None:
     ]
     if sm.input.gold:
         gold = read_table(sm.input.gold)
-        shown = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst", "judge_only_logit",
-                      "judge_only_rank", "gold_only_logit", "n_gold", "n_eff", "lambda"]]
+        shown = gold.reindex(columns=["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst",
+                                      "judge_only_logit", "judge_only_rank", "gold_only_logit", "n_gold", "n_eff",
+                                      "lambda", "note"])
         sections.append((
             "Gold-anchored ranking", f"{detailed['gold_anchored_by'].iloc[0]}: Bradley-Terry logits whose 95% "
             "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/gold_anchored.md; "
             f"{sm.input.gold}). judge_only: the judge's own logits; n_eff: the gold labels alone would need this "
-            "many for intervals as narrow.", shown))
+            "many for intervals as narrow; an empty logit is not estimable from these labels (note says why).",
+            shown))
     sections.append(("Every column", "Per-language ranks, mean rank, style-controlled score and rank, the MARS "
                      f"scores and the gold-anchored ranking (results/leaderboard_detailed.csv).{mars_scope}", detailed))
     page = sections_html("Leaderboard", sections)

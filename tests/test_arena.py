@@ -183,6 +183,46 @@ def test_bootstrap_resamples_questions_with_all_their_games_and_is_seeded():
     np.testing.assert_allclose(first[1].query("tournament == 0")["logit"], expected, atol=1e-9)
 
 
+def test_a_model_that_played_few_questions_gets_the_critical_value_of_its_own_questions(caplog):
+    """m6 plays on 4 of 12 questions (it joined late; one of its verdicts on a fifth is invalid):
+    its interval is t(3) sqrt(4/3) bootstrap sds wide, not t(11) sqrt(12/11), and so are the
+    pairs it is in; the warning of too few questions names it and no other model; the
+    leaderboard of this one language keeps the same interval."""
+    games = simulate_games(STRENGTHS, 12, np.random.default_rng(11))
+    models = sorted(STRENGTHS)
+    late = games["model_a"].eq("m6") | games["model_b"].eq("m6")
+    games = games[~late | games["query_id"].isin(["q0", "q3", "q7", "q9", "q10"])].copy()
+    games.loc[late & games["query_id"].eq("q10"), "verdict"] = "invalid"
+    table, bootstrap, _ = bradley_terry(games, models, 0.01, 200, np.random.default_rng(12))
+    table = table.set_index("model").loc[models]
+    assert table["model_questions"].tolist() == [12] * 6 + [4] and (table["n_questions"] == 12).all()
+    sd = bootstrap.pivot(index="tournament", columns="model", values="logit")[models].std(ddof=1)
+    own = student_t.ppf(0.975, 3) * np.sqrt(4 / 3)
+    assert (table["ci_high"] - table["ci_low"])["m6"] == pytest.approx(2 * own * sd["m6"])
+    arena = student_t.ppf(0.975, 11) * np.sqrt(12 / 11)
+    assert (table["ci_high"] - table["ci_low"])["m0"] == pytest.approx(2 * arena * sd["m0"])
+    # a pair takes the fewer of its two models' questions
+    samples = np.array([[0.0, 0.0, 0.0]]) + np.random.default_rng(0).normal(0, 1, (4000, 3))
+    point = np.array([0.0, 7.0, 7.0 - 5.2])  # difference sd about 1.41
+    sd_1_2 = (samples[:, 1] - samples[:, 2]).std(ddof=1)
+    critical_4 = student_t.ppf(1 - 0.025 / 3, 3) * np.sqrt(4 / 3)
+    assert 5.2 < critical_4 * sd_1_2 and 5.2 > student_t.ppf(1 - 0.025 / 3, 99) * np.sqrt(100 / 99) * sd_1_2
+    _, _, best, worst = intervals_and_ranks(point, samples, np.array([100, 100, 4]))
+    assert best[1] == 1 and worst[1] == 2 and best[2] == 1  # 1 vs 2: not ordered at 4 questions
+    _, _, best, _ = intervals_and_ranks(point, samples, 100)
+    assert best[2] == 2  # ordered at 100
+    from polyrag.arena.bradley_terry import few_questions_warnings
+    warnings = few_questions_warnings(table.reset_index(), "j", "en")
+    assert len(warnings) == 1 and "m6 has games on only 4 questions" in warnings[0]
+    rows = table.reset_index()
+    surrogate_rows = rows[["model"]].assign(predicted_logit=rows["logit"])
+    one = language_table("en", rows, bootstrap, surrogate_rows, bootstrap.rename(columns={"logit": "predicted_logit"}))
+    overall, by_language = leaderboard({"en": one})
+    overall = overall.set_index("model").loc[models]
+    assert overall["ci_low"].to_numpy() == pytest.approx(table["ci_low"].to_numpy())
+    assert by_language.set_index("model").loc["m6", "model_questions"] == 4
+
+
 def test_rank_ranges_come_from_simultaneous_intervals_of_the_differences():
     """Bootstrap samples with known spreads: a pair is ordered when its difference exceeds the
     Bonferroni t critical value times its SD (computed here by hand), and the ranks follow."""

@@ -64,3 +64,14 @@ def test_bradley_terry_intervals_cover_at_twelve_questions_and_rank_ranges_claim
     assert ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS
     _, tied_ranks = run("bradley_terry", "polyrag", "6 models of equal strength")
     assert tied_ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS  # no order claimed among equals
+
+
+@pytest.mark.slow
+def test_bradley_terry_interval_of_a_model_that_played_few_questions_covers():
+    """One model plays on 4 of 12 and 4 of 30 questions: with the arena's question count its
+    interval covered 0.90-0.91 (1,000 seeds); with its own, the 400 intervals of both cells sit in
+    the binomial 99.9% band of 400 draws at 0.95 (about 0.915-0.985)."""
+    rows = [run("bradley_terry", "polyrag", f"a model on 4 of {questions} questions")[0] for questions in (12, 30)]
+    covered = sum(row["coverage"] * SEEDS for row in rows)
+    low, high = binom.interval(0.999, 2 * SEEDS, 0.95)
+    assert low <= covered <= high, [row["coverage"] for row in rows]

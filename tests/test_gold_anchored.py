@@ -342,3 +342,94 @@ def test_effective_labels_equal_the_labels_when_the_judge_gets_no_weight():
     assert effective_labels(fits["gold_anchored"], fits["gold_only_at_anchored"], 200) == pytest.approx(200)
     tuned = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters)
     assert (effective_labels(tuned["gold_anchored"], tuned["gold_only_at_anchored"], 200) > 200).all()
+
+
+def separated_arena(seed: int = 1, questions: int = 12, n_labels: int = 30):
+    """Five models on every pair of 12 questions (120 units), 30 of them labelled, as a language of
+    the demo; m0 is preferred in every gold label that compares it (the labels separate it). On
+    those labelled units the judge agrees with gold; elsewhere it is a noisy BT judge."""
+    rng = np.random.default_rng(seed)
+    models = [f"m{k}" for k in range(5)]
+    strength = dict(zip(models, [1.0, 0.5, 0.0, -0.5, -1.0]))
+    rows = [(q, a, b) for q in range(questions) for i, a in enumerate(models) for b in models[i + 1:]]
+    units = pd.DataFrame(rows, columns=["query_id", "model_a", "model_b"]).assign(lang="ar", valid_orders=2)
+    units["query_id"] = "q" + units["query_id"].astype(str)
+    units.insert(0, "unit_id", [f"u{k:03d}" for k in range(len(units))])
+    p_a = 1 / (1 + np.exp(units["model_b"].map(strength) - units["model_a"].map(strength)))
+    units["judge_value"] = ((rng.random((len(units), 2)) < p_a.to_numpy()[:, None]).mean(axis=1))
+    labelled = rng.choice(len(units), n_labels, replace=False)
+    gold = np.where(rng.random(n_labels) < 0.1, 0.5, (rng.random(n_labels) < p_a.to_numpy()[labelled]).astype(float))
+    m0 = (units["model_a"].to_numpy()[labelled] == "m0")  # m0 sorts first: it is model_a of all its units
+    gold[m0] = 1.0
+    units.loc[units.index[labelled[m0]], "judge_value"] = 1.0
+    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[labelled], "gold": gold})
+    return models, units, labels, {"cant_judge": 0, "missing": 0}
+
+
+def test_a_separated_fit_prints_no_logit_or_rank_and_says_why(tmp_path):
+    """Gold only (lambda 0) with m0 preferred in all its labels: no finite fit. Every logit,
+    interval and rank is empty and the note names m0; before, the table printed logits such as
+    11.6, intervals (-inf, inf) and rank ranges 1-5 as if they meant something."""
+    models, units, labels, counts = separated_arena()
+    table = gold_anchored_table(units, labels, models, counts, lam=0.0).set_index("model")
+    assert not table["estimable"].any() and not table["converged"].any()
+    assert table[["logit", "ci_low", "ci_high", "n_eff"]].isna().all().all()
+    assert table[["rank", "rank_best", "rank_worst"]].isna().all().all()
+    k = int(table.loc["m0", "model_gold"])
+    assert table["note"].str.startswith(f"not estimable: the fit has no finite maximum (labels that separate m0 "
+                                        f"(preferred in all {k} of its gold labels) from the rest)").all()
+    assert table["note"].str.contains("fewer than 100 gold labels").all()
+    path = tmp_path / "gold_anchored.csv"
+    table.reset_index().assign(scope="ar").to_csv(path, index=False)
+    check_consumers(path, models, tmp_path, expect_rows=0)
+
+
+def test_a_model_preferred_in_all_its_labels_is_left_out_and_the_rest_are_centred_over_themselves(tmp_path):
+    """With the judge's term the fit is finite (lambda 1), but m0's logit rests on the judge alone
+    (its labels cannot measure the judge's bias on it): m0 is not estimable, the four others are
+    reported, centred over themselves, ranked 1-4, with intervals and rank-sets of that fit."""
+    models, units, labels, counts = separated_arena()
+    table = gold_anchored_table(units, labels, models, counts, lam=1.0).set_index("model").loc[models]
+    assert table["converged"].all() and table["estimable"].tolist() == [False, True, True, True, True]
+    assert pd.isna(table.loc["m0", "logit"]) and pd.isna(table.loc["m0", "rank"])
+    assert table.loc["m0", "note"].startswith("not estimable: preferred in all")
+    others = table.drop(index="m0")
+    assert others["logit"].sum() == pytest.approx(0, abs=1e-9)
+    assert sorted(others["rank"].tolist()) == [1, 2, 3, 4] and (others["rank_worst"] <= 4).all()
+    assert (others["ci_low"] < others["logit"]).all() and (others["logit"] < others["ci_high"]).all()
+    assert others["note"].str.startswith("centred over the 4 estimable models (not estimable: m0 (preferred").all()
+    # the same logits as the full fit's, recentred over the four
+    fits = gold_anchored(*table_inputs(units, labels, models), len(models), lam=1.0)
+    full = fits["gold_anchored"].logit[1:]
+    assert others.loc[models[1:], "logit"].to_numpy() == pytest.approx(full - full.mean(), abs=1e-9)
+    path = tmp_path / "gold_anchored.csv"
+    table.reset_index().assign(scope="ar").to_csv(path, index=False)
+    check_consumers(path, models, tmp_path, expect_rows=4)
+
+
+def table_inputs(units, labels, models):
+    index = {m: i for i, m in enumerate(models)}
+    pairs = np.column_stack([units["model_a"].map(index), units["model_b"].map(index)])
+    gold = units[["unit_id"]].merge(labels, on="unit_id", how="left")["gold"]
+    labelled = gold.notna().to_numpy()
+    return pairs, units["judge_value"].to_numpy(float), labelled, gold[labelled].to_numpy(float)
+
+
+def check_consumers(path, models, tmp_path, expect_rows: int):
+    """The leaderboard and the summary `make demo` prints read a table with empty logits and ranks."""
+    from polyrag.arena.leaderboard import short_leaderboard, with_gold_anchored
+    from polyrag.show import summary
+    gold = pd.read_csv(path)
+    arena = pd.DataFrame({"model": models, "rank": range(1, 6), "score": np.linspace(1, -1, 5), "ci_low": -2.0,
+                          "ci_high": 2.0, "rank_best": 1, "rank_worst": 5, "judged": True})
+    detailed = with_gold_anchored(arena, gold, "cite-check")
+    assert detailed["gold_anchored_rank"].dtype == "Int64" and detailed["gold_anchored_note"].notna().all()
+    short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
+    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    part = text.split("Gold-anchored ranking (cite-check + 30 gold labels (ar)")[1]
+    assert "m0: not estimable" in part
+    if expect_rows == 0:
+        assert "(no model's logit is estimable from these labels)" in part
+    else:
+        assert sum(line.split()[1:2] in ([m] for m in models) for line in part.splitlines()[2:2 + expect_rows]) == 4

@@ -12,17 +12,22 @@ P(i beats j) = 1 / (1 + exp(logit_j - logit_i)).
 
 Intervals (:func:`intervals_and_ranks`). Questions are the sampling unit: every game of a question
 shares its passages and answers, so bootstrap tournaments resample whole questions. The interval
-of a logit is ``logit +- t(Q-1) * sqrt(Q / (Q-1)) * sd``, where ``sd`` is the logits' standard
-deviation over the tournaments: the bootstrap variance of a mean over Q clusters is (Q-1)/Q of the
-unbiased one, and the t quantile carries the uncertainty of a variance estimated from Q clusters.
+of a model's logit is ``logit +- t(q-1) * sqrt(q / (q-1)) * sd``, where ``sd`` is the logit's
+standard deviation over the tournaments and ``q`` the number of questions *that model* played
+(``model_questions``: questions with at least one valid game of it; its clusters): the bootstrap
+variance of a mean over q clusters is (q-1)/q of the unbiased one, and the t quantile carries the
+uncertainty of a variance estimated from q clusters. A model that joined a budgeted arena late,
+or whose verdicts were mostly invalid, has fewer clusters than the arena's Q questions; with the
+arena's Q its interval covered 0.90-0.91 when it played 4 of 12 or 4 of 30 questions.
 Percentile intervals of 200 tournaments covered 0.91 at 12 questions (MIRAGE-BENCH's method);
 these cover 0.93-0.97 from 12 questions up (``benchmarks/bench_coverage.py``).
 
 ``rank_best``..``rank_worst`` hold jointly for every model at the same level: model i is surely
 ahead of j when the simultaneous interval of logit_i - logit_j lies above 0: the difference's
-bootstrap sd times a Bonferroni critical value over all pairs, t(Q-1) at 1 - alpha / (2 pairs),
-times sqrt(Q/(Q-1)), so that "rank 2-4" is a 95% statement about all models at once. (A bootstrap
-max-T critical value claimed an order among six equal models in 8.5% of arenas of 12 questions.)
+bootstrap sd times a Bonferroni critical value over all pairs, t(q-1) at 1 - alpha / (2 pairs),
+times sqrt(q/(q-1)), with q the fewer of the two models' questions, so that "rank 2-4" is a 95%
+statement about all models at once. (A bootstrap max-T critical value claimed an order among six
+equal models in 8.5% of arenas of 12 questions.)
 """
 
 from __future__ import annotations
@@ -88,33 +93,60 @@ def tournament_counts(n_questions: int, n_tournaments: int, rng: np.random.Gener
     return np.array([np.bincount(row, minlength=n_questions) for row in draws])
 
 
-def critical_value(n_questions: int, tail: float) -> float:
+def critical_value(n_questions, tail: float):
     """``t(Q-1)`` at ``1 - tail`` times ``sqrt(Q/(Q-1))``: the multiple of a bootstrap sd over
     ``n_questions`` clusters that an interval needs (the bootstrap variance is (Q-1)/Q of the
-    unbiased one; the t quantile carries the uncertainty of a variance estimated from Q clusters)."""
-    q = max(int(n_questions), 2)
-    return float(stdtrit(q - 1, 1 - tail) * np.sqrt(q / (q - 1)))
+    unbiased one; the t quantile carries the uncertainty of a variance estimated from Q clusters).
+    ``n_questions`` may be an array (one count per estimate): an array of critical values."""
+    q = np.maximum(np.asarray(n_questions, dtype=int), 2)
+    value = stdtrit(q - 1, 1 - tail) * np.sqrt(q / (q - 1))
+    return float(value) if np.ndim(value) == 0 else value
 
 
-def bootstrap_interval(point: np.ndarray, samples: np.ndarray, n_questions: int,
+def bootstrap_interval(point: np.ndarray, samples: np.ndarray, n_questions,
                        confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """``point +- t(Q-1) sqrt(Q/(Q-1)) sd`` per column of ``samples`` (tournaments x estimates)."""
+    """``point +- t(Q-1) sqrt(Q/(Q-1)) sd`` per column of ``samples`` (tournaments x estimates);
+    ``n_questions``: one count for every column, or one per column."""
     half = critical_value(n_questions, (1 - confidence) / 2) * samples.std(axis=0, ddof=1)
     return point - half, point + half
 
 
-def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions: int,
+def model_question_counts(games: pd.DataFrame, models: list[str]) -> np.ndarray:
+    """Per model, the questions on which it has at least one valid game: the clusters its logit
+    rests on (fewer than the arena's when it joined late, was judged on a subset of questions, or
+    most of its verdicts are invalid)."""
+    valid = games[games["verdict"] != "invalid"]
+    played = pd.concat([valid[["query_id", "model_a"]].set_axis(["query_id", "model"], axis=1),
+                        valid[["query_id", "model_b"]].set_axis(["query_id", "model"], axis=1)])
+    return played.groupby("model")["query_id"].nunique().reindex(models, fill_value=0).to_numpy(int)
+
+
+def few_questions_warnings(table: pd.DataFrame, judge: str, lang: str) -> list[str]:
+    """One message per model of a Bradley-Terry table (``model``, ``model_questions``) that played
+    on fewer than ``MIN_BOOTSTRAP_QUESTIONS`` questions: its interval rests on that many clusters."""
+    thin = table[table["model_questions"] < MIN_BOOTSTRAP_QUESTIONS]
+    return [f"judge {judge} in {lang}: {row.model} has games on only {row.model_questions} questions: its interval "
+            f"and rank range (question bootstrap, {row.model_questions} clusters) are not reliable below "
+            f"{MIN_BOOTSTRAP_QUESTIONS}" for row in thin.itertuples()]
+
+
+def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions,
                         confidence: float = 0.95) -> tuple[np.ndarray, ...]:
     """``(low, high, rank_best, rank_worst)`` of each model from its point estimate and bootstrap
-    tournaments (``samples``: tournaments x models) over ``n_questions`` clusters (see the module
-    docstring). A model whose samples do not vary (a single model) gets a zero-width interval."""
-    low, high = bootstrap_interval(point, samples, n_questions, confidence)
+    tournaments (``samples``: tournaments x models) over ``n_questions`` clusters: one count for
+    every model, or each model's own (``model_question_counts``; a pair takes the fewer of its
+    two). See the module docstring. A model whose samples do not vary (a single model) gets a
+    zero-width interval."""
+    counts = np.broadcast_to(np.asarray(n_questions, dtype=int), np.shape(point))
+    low, high = bootstrap_interval(point, samples, counts, confidence)
     first, second = np.triu_indices(len(point), k=1)
     difference = point[first] - point[second]
     difference_sd = (samples[:, first] - samples[:, second]).std(axis=0, ddof=1)
     # Bonferroni over the pairs with the same small-sample t: a bootstrap max-T critical value
-    # ordered six equal models in 8.5% of arenas of 12 questions; this one in under 5%.
-    critical = critical_value(n_questions, (1 - confidence) / (2 * max(len(first), 1)))
+    # ordered six equal models in 8.5% of arenas of 12 questions; this one in under 5%. A pair's
+    # difference rests on the clusters of the model that played fewer questions.
+    critical = critical_value(np.minimum(counts[first], counts[second]),
+                              (1 - confidence) / (2 * max(len(first), 1)))
     varies = difference_sd > 0
     ahead = varies & (difference - critical * difference_sd > 0)
     behind = varies & (difference + critical * difference_sd < 0)
@@ -131,9 +163,10 @@ def bradley_terry(games: pd.DataFrame, models: list[str], alpha: float, n_bootst
     """The leaderboard of one judge and language, the bootstrap logits, and the tournaments.
 
     Returns ``(table, bootstrap, tournaments)``: ``table`` has ``model, logit, ci_low, ci_high,
-    rank, rank_best, rank_worst`` and the game counts; ``bootstrap`` has ``tournament, model,
-    logit``; ``tournaments`` has ``tournament, query_id, count`` (the resampled questions, which
-    the surrogate averages features over)."""
+    rank, rank_best, rank_worst, n_questions`` (the arena's questions), ``model_questions`` (the
+    questions the model played: its intervals' clusters) and the game counts; ``bootstrap`` has
+    ``tournament, model, logit``; ``tournaments`` has ``tournament, query_id, count`` (the
+    resampled questions, which the surrogate averages features over)."""
     counts = tally(games, models)
     unplayed = counts.loc[counts["games"] == 0, "model"].tolist()
     if unplayed:
@@ -142,10 +175,12 @@ def bradley_terry(games: pd.DataFrame, models: list[str], alpha: float, n_bootst
     logit = fit_logits(wins.sum(axis=0), alpha)
     counts_drawn = tournament_counts(len(questions), n_bootstrap, rng)
     samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), alpha)
-    low, high, best, worst = intervals_and_ranks(logit, samples, len(questions))
+    played = model_question_counts(games, models)
+    low, high, best, worst = intervals_and_ranks(logit, samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
                           "rank": pd.Series(-logit).rank(method="min").astype(int).to_numpy(),
-                          "rank_best": best, "rank_worst": worst, "n_questions": len(questions)})
+                          "rank_best": best, "rank_worst": worst, "n_questions": len(questions),
+                          "model_questions": played})
     table = table.merge(counts, on="model").sort_values(["rank", "model"], ignore_index=True)
     bootstrap = pd.DataFrame({"tournament": np.repeat(np.arange(n_bootstrap), len(models)),
                               "model": np.tile(models, n_bootstrap), "logit": samples.ravel()})

@@ -12,8 +12,9 @@ models are ranked by that logit. Overall:
 - ``ci_low``/``ci_high`` is the 95% interval of that mean from bootstrap tournaments (tournament
   t of every language together; languages are resampled independently), using the BT bootstrap
   for judged models and the surrogate's per-tournament predictions otherwise, built as in the
-  Bradley-Terry table (``bradley_terry.intervals_and_ranks``, at the fewest questions of any
-  language). For models ranked by the surrogate alone the interval reflects question sampling
+  Bradley-Terry table (``bradley_terry.intervals_and_ranks``, each model at the fewest questions
+  it played in any language, ``model_questions``; a model that was not judged in a language
+  counts that language's questions). For models ranked by the surrogate alone the interval reflects question sampling
   only, not the surrogate's own error (see ``surrogate_metrics.json`` for that);
 - ``rank`` orders models by ``score``, the quantity the interval belongs to;
   ``rank_best``..``rank_worst`` hold jointly for all models at 95% (simultaneous intervals of the
@@ -39,7 +40,8 @@ from polyrag.arena.bradley_terry import intervals_and_ranks
 #: the gold-anchored table's columns and their names in leaderboard_detailed.csv
 GOLD_ANCHORED_COLUMNS = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low",
                          "ci_high": "gold_anchored_ci_high", "rank": "gold_anchored_rank",
-                         "rank_best": "gold_anchored_rank_best", "rank_worst": "gold_anchored_rank_worst"}
+                         "rank_best": "gold_anchored_rank_best", "rank_worst": "gold_anchored_rank_worst",
+                         "note": "gold_anchored_note"}
 SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "games",
                  "share_spent"]
 
@@ -54,7 +56,10 @@ def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surroga
     rows["arena_logit"] = rows["bt_logit"].where(rows["judged"], rows["surrogate_logit"])
     rows["rank"] = rows["arena_logit"].rank(ascending=False, method="min").astype(int)
     rows.insert(1, "lang", lang)
-    rows["n_questions"] = int(bt["n_questions"].iloc[0])  # the clusters of every interval in this language
+    rows["n_questions"] = int(bt["n_questions"].iloc[0])  # the language's questions
+    # the clusters of each model's interval: the questions it played (the surrogate predicts from all)
+    played = bt.set_index("model")["model_questions" if "model_questions" in bt else "n_questions"]
+    rows["model_questions"] = rows["model"].map(played).where(rows["judged"], rows["n_questions"]).astype(int)
     judged_samples = bootstrap.pivot(index="tournament", columns="model", values="logit")
     predicted_samples = surrogate_samples.pivot(index="tournament", columns="model", values="predicted_logit")
     samples = pd.DataFrame({model: judged_samples[model] if judged else predicted_samples[model]
@@ -71,7 +76,8 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     models = ranks.index
     samples = np.mean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
     score = logits.mean(axis=1).to_numpy()
-    low, high, best, worst = intervals_and_ranks(score, samples, int(by_language["n_questions"].min()))
+    played = by_language.groupby("model")["model_questions"].min().reindex(models).to_numpy(int)
+    low, high, best, worst = intervals_and_ranks(score, samples, played)
     table = pd.DataFrame({"model": models, "rank": pd.Series(-score).rank(method="min").astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,
@@ -80,7 +86,7 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
         table[f"rank_{lang}"] = ranks[lang].to_numpy()
     table = table.sort_values(["rank", "model"], ignore_index=True)
     columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank",
-               "n_questions"]
+               "n_questions", "model_questions"]
     return table, by_language[columns]
 
 
@@ -134,13 +140,14 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
 
 def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> pd.DataFrame:
     """``gold_anchored_*``: each model's logit, interval and joint rank-set anchored on gold labels
-    (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge), and
+    (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge, and for
+    models whose gold-anchored logit is not estimable, which ``gold_anchored_note`` explains), and
     ``gold_anchored_by``, which judge and how many labels over which languages."""
     scope = gold["scope"].iloc[0]
     languages = "all labelled languages" if scope == "all" else scope
     by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({languages})"
-    merged = table.merge(gold[["model", *GOLD_ANCHORED_COLUMNS]].rename(columns=GOLD_ANCHORED_COLUMNS), on="model",
-                         how="left")
+    merged = table.merge(gold.reindex(columns=["model", *GOLD_ANCHORED_COLUMNS]).rename(columns=GOLD_ANCHORED_COLUMNS),
+                         on="model", how="left")
     for column in ("gold_anchored_rank", "gold_anchored_rank_best", "gold_anchored_rank_worst"):
         merged[column] = merged[column].astype("Int64")
     return merged.assign(gold_anchored_by=by)

@@ -53,7 +53,8 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from polyrag.arena.bradley_terry import bootstrap_interval, intervals_and_ranks, tournament_counts
+from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks, model_question_counts,
+                                        tournament_counts)
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations, strip_citations
@@ -154,8 +155,9 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     """Style-controlled leaderboard of one judge and language.
 
     Returns ``(table, coefficients, bootstrap)``: ``table`` has ``model, logit, ci_low, ci_high,
-    rank, rank_best, rank_worst, n_questions, citation_precision`` (the mean over the model's
-    answers in ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate,
+    rank, rank_best, rank_worst, n_questions, model_questions`` (the questions the model played,
+    its intervals' clusters), ``citation_precision`` (the mean over the model's answers in
+    ``style_by_model`` that cite, a diagnostic); ``coefficients`` has ``covariate,
     coefficient, ci_low, ci_high, scale`` (``coefficient / scale``: log-odds per unit of the
     ratio difference; a covariate that never differs has nan); ``bootstrap`` has ``tournament,
     model, logit``."""
@@ -186,10 +188,11 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
             for counts_q in drawn]
     logit_samples = np.array([fit[0] for fit in fits])
     coefficient_samples = np.array([fit[1] for fit in fits]).reshape(n_bootstrap, len(used))
-    low, high, best, worst = intervals_and_ranks(logit, logit_samples, len(questions))
+    played = model_question_counts(games, models)  # each model's clusters, as in bradley_terry
+    low, high, best, worst = intervals_and_ranks(logit, logit_samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
                           "rank": rank_by(logit), "rank_best": best, "rank_worst": worst,
-                          "n_questions": len(questions),
+                          "n_questions": len(questions), "model_questions": played,
                           "citation_precision": [style_by_model[model]["citation_precision"].mean() for model in models]}
                          ).sort_values(["rank", "model"], ignore_index=True)
     coefficient_low, coefficient_high = bootstrap_interval(coefficient, coefficient_samples, len(questions))
@@ -216,8 +219,10 @@ def style_controlled_ranks(per_language: dict[str, tuple[pd.DataFrame, pd.DataFr
                     axis=0)
     samples = np.mean([bootstrap.pivot(index="tournament", columns="model", values="logit")[models].to_numpy()
                        for _, bootstrap in (per_language[lang] for lang in languages)], axis=0)
-    n_questions = min(int(table["n_questions"].iloc[0]) for table, _ in per_language.values())
-    low, high = bootstrap_interval(score, samples, n_questions)
+    played = np.min([table.set_index("model").loc[models, "model_questions" if "model_questions" in table
+                                                   else "n_questions"].to_numpy(int)
+                     for table, _ in per_language.values()], axis=0)  # each model's fewest questions
+    low, high = bootstrap_interval(score, samples, played)
     return pd.DataFrame({"model": models, "score_style_controlled": score, "ci_low_style_controlled": low,
                          "ci_high_style_controlled": high,
                          "rank_style_controlled": rank_by(score)})
