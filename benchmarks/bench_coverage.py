@@ -8,8 +8,9 @@ effect (``power``). Settings stress each estimator's assumptions:
 
 - MARS scores (``scores.model_scores``): a 50/50 gold set while the system is 50-95% good, a
   judge with asymmetric errors (FPR/FNR 0.1/0.3 and 0.3/0.1), 50 or 300 gold items per class,
-  the pooled ``all`` row over two language pairs, and 40% of questions unanswered. Anchor: PPI
-  on the same gold set (ARES/MARS), pulled toward 0.5.
+  the pooled ``all`` row over two language pairs, 40% of questions unanswered, and a small
+  language key (10 or 20 answers, pi 0.9 and 0.98). Anchor: PPI on the same gold set (ARES/MARS),
+  pulled toward 0.5.
 - MEMERAG balanced accuracy (``summary.summarise``): sentences clustered in questions, balanced
   classes and a tiny class (9 negatives among 400 sentences). Anchor: MEMERAG's per-sentence
   bootstrap, estimate +- 1.96 SE.
@@ -90,8 +91,17 @@ def mars_cells() -> list[tuple]:
     cells.append(("pooled 'all' row: en pi 0.9 (0.1/0.3), de pi 0.7 (0.3/0.1), gold 100/class", pooled))
     missing = [{"lang": "en", "pi": 0.8, "fpr": 0.1, "fnr": 0.3, "per_class": 100, "answered": 0.6}]
     cells.append(("40% unanswered, pi 0.8 of the answered, FPR/FNR 0.1/0.3, gold 100/class", missing))
-    return [("mars_score", source, setting, mars_cell, {"estimator": estimator, "strata": strata})
-            for setting, strata in cells
+    cells = [(setting, strata, 500) for setting, strata in cells]
+    # A small language key: the judge's positive rate q on 10 or 20 answers (its plain variance
+    # q(1-q)/N covered 0.68-0.93 here; ten yeses of ten have none).
+    for fpr, fnr in ((0.1, 0.3), (0.3, 0.1)):
+        for answers in (10, 20):
+            for pi in (0.9, 0.98):
+                strata = [{"lang": "en", "pi": pi, "fpr": fpr, "fnr": fnr, "per_class": 100}]
+                cells.append((f"small key: {answers} answers, pi {pi}, FPR/FNR {fpr}/{fnr}, gold 100/class", strata,
+                              answers))
+    return [("mars_score", source, setting, mars_cell, {"estimator": estimator, "strata": strata, "answers": answers})
+            for setting, strata, answers in cells
             for source, estimator in (("polyrag", "rogan_gladen"), ("ARES-style PPI", "ppi"))]
 
 
