@@ -97,7 +97,7 @@ def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters
     The design effect of the balanced accuracy as a whole, applied to every class, took 10
     negatives in 8 questions to 3.3 effective sentences when the positives were clustered; with
     each class's own, bounded by its clustering at correlation 1, coverage stayed 0.93-0.97 in
-    every simulated setting and the interval narrowed by up to a fifth where a class is tiny
+    every simulated setting and the interval narrowed by up to a quarter where a class is tiny
     (docs/intervals.md)."""
     # t on clusters minus strata degrees of freedom: with 25 questions z covered 0.927.
     degrees = max(len(np.unique(clusters)) - len(np.unique(strata)), 1)
@@ -112,8 +112,8 @@ def balanced_accuracy_interval(correct: np.ndarray, groups: np.ndarray, clusters
 
 # The standard error is a normal statement: it needs each class's recall to vary. Below 5 effective
 # right or wrong sentences in some class (the textbook n p >= 5 for a binomial's normal
-# approximation; a recall of 0 or 1 has none), estimate +- 1.96 se covered 0.61-0.91 in
-# simulations, against 0.94-0.97 where every class had 5 (docs/intervals.md).
+# approximation; a recall of 0 or 1 has none), estimate +- t se covered 0.61-0.91 in
+# simulations (true recall below 1), against 0.94-0.97 where every class had 5 (docs/intervals.md).
 MIN_EFFECTIVE_OUTCOMES = 5.0
 
 
