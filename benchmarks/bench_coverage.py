@@ -126,8 +126,8 @@ def memerag_predictions(rng, evaluators: dict[str, tuple[float, float]], questio
         label[rng.choice(n, negatives, replace=False)] = 0
     else:
         hosts = rng.choice(np.flatnonzero(sizes >= 4), negative_questions, replace=False)
-        counts = np.ones(negative_questions, dtype=int) + rng.multinomial(negatives - negative_questions,
-                                                                         np.ones(negative_questions) / negative_questions)
+        spread = rng.multinomial(negatives - negative_questions, np.ones(negative_questions) / negative_questions)
+        counts = 1 + spread
         label = np.ones(n, dtype=int)
         for host, count in zip(hosts, np.minimum(counts, sizes[hosts] - 1)):  # a positive stays in each
             label[np.flatnonzero(query == host)[:count]] = 0
