@@ -8,11 +8,12 @@ effect (``power``). Settings stress each estimator's assumptions:
 
 - MARS scores (``scores.model_scores``): a 50/50 gold set while the system is 50-95% good, a
   judge with asymmetric errors (FPR/FNR 0.1/0.3 and 0.3/0.1), 50 or 300 gold items per class,
-  the pooled ``all`` row over two language pairs, and 40% of questions unanswered. Anchor: PPI
-  on the same gold set (ARES/MARS), pulled toward 0.5.
+  the pooled ``all`` row over two language pairs, 40% of questions unanswered, and a small
+  language key (10 or 20 answers, pi 0.9 and 0.98). Anchor: PPI on the same gold set (ARES/MARS),
+  pulled toward 0.5.
 - MEMERAG balanced accuracy (``summary.summarise``): sentences clustered in questions, balanced
-  classes and a tiny class (9 negatives among 400 sentences). Anchor: MEMERAG's per-sentence
-  bootstrap, estimate +- 1.96 SE.
+  classes, a tiny class (9 negatives among 400 sentences) and one in a few questions (10 in 8).
+  Anchor: MEMERAG's per-sentence bootstrap, estimate +- 1.96 SE.
 - MEMERAG significance (``summary.significance``): 4 and 6 evaluators of equal skill (null:
   any pair flagged), and one better by 0.08 balanced accuracy (power: its pairs flagged). Anchor:
   each evaluator against the observed best, per-sentence permutations, no correction.
@@ -91,32 +92,52 @@ def mars_cells() -> list[tuple]:
     cells.append(("pooled 'all' row: en pi 0.9 (0.1/0.3), de pi 0.7 (0.3/0.1), gold 100/class", pooled))
     missing = [{"lang": "en", "pi": 0.8, "fpr": 0.1, "fnr": 0.3, "per_class": 100, "answered": 0.6}]
     cells.append(("40% unanswered, pi 0.8 of the answered, FPR/FNR 0.1/0.3, gold 100/class", missing))
-    return [("mars_score", source, setting, mars_cell, {"estimator": estimator, "strata": strata})
-            for setting, strata in cells
+    cells = [(setting, strata, 500) for setting, strata in cells]
+    # A small language key: the judge's positive rate q on 10 or 20 answers (its plain variance
+    # q(1-q)/N covered 0.68-0.93 here; ten yeses of ten have none).
+    for fpr, fnr in ((0.1, 0.3), (0.3, 0.1)):
+        for answers in (10, 20):
+            for pi in (0.9, 0.98):
+                strata = [{"lang": "en", "pi": pi, "fpr": fpr, "fnr": fnr, "per_class": 100}]
+                cells.append((f"small key: {answers} answers, pi {pi}, FPR/FNR {fpr}/{fnr}, gold 100/class", strata,
+                              answers))
+    return [("mars_score", source, setting, mars_cell, {"estimator": estimator, "strata": strata, "answers": answers})
+            for setting, strata, answers in cells
             for source, estimator in (("polyrag", "rogan_gladen"), ("ARES-style PPI", "ppi"))]
 
 
 # --- MEMERAG ---------------------------------------------------------------------------------
 
 def memerag_predictions(rng, evaluators: dict[str, tuple[float, float]], questions: int, negatives: int | None,
-                        negative_share: float, icc: float) -> pd.DataFrame:
+                        negative_share: float, icc: float | tuple[float, float],
+                        negative_questions: int | None = None) -> pd.DataFrame:
     """Sentences in ``questions`` questions (1-7 each, one language), each positive or negative;
-    ``negatives`` fixes their count (else each is negative with ``negative_share``). Evaluator e
-    is right on a sentence of class c with a probability drawn per question from a Beta of mean
-    ``evaluators[e][c]`` and intra-question correlation ``icc``: its population recall is that mean."""
+    ``negatives`` fixes their count (else each is negative with ``negative_share``), placed in
+    ``negative_questions`` questions when given (at least one in each). Evaluator e is right on a
+    sentence of class c with a probability drawn per question from a Beta of mean
+    ``evaluators[e][c]`` and intra-question correlation ``icc`` (or (positives', negatives')): its
+    population recall is that mean."""
     sizes = rng.integers(1, 8, questions)
     query = np.repeat(np.arange(questions), sizes)
     n = len(query)
     if negatives is None:
         label = (rng.random(n) >= negative_share).astype(int)
-    else:
+    elif negative_questions is None:
         label = np.ones(n, dtype=int)
         label[rng.choice(n, negatives, replace=False)] = 0
+    else:
+        hosts = rng.choice(np.flatnonzero(sizes >= 4), negative_questions, replace=False)
+        spread = rng.multinomial(negatives - negative_questions, np.ones(negative_questions) / negative_questions)
+        counts = 1 + spread
+        label = np.ones(n, dtype=int)
+        for host, count in zip(hosts, np.minimum(counts, sizes[hosts] - 1)):  # a positive stays in each
+            label[np.flatnonzero(query == host)[:count]] = 0
+    iccs = (icc, icc) if np.isscalar(icc) else icc
     rows = []
     for name, recalls in evaluators.items():
         correct = np.zeros(n, dtype=bool)
-        for c, recall in ((1, recalls[0]), (0, recalls[1])):
-            a, b = recall * (1 - icc) / icc, (1 - recall) * (1 - icc) / icc
+        for c, recall, icc_c in ((1, recalls[0], iccs[0]), (0, recalls[1], iccs[1])):
+            a, b = recall * (1 - icc_c) / icc_c, (1 - recall) * (1 - icc_c) / icc_c
             p = rng.beta(a, b, questions)[query]
             members = label == c
             correct[members] = rng.random(members.sum()) < p[members]
@@ -135,9 +156,11 @@ def per_sentence_bootstrap_se(correct: np.ndarray, labels: np.ndarray, rng, n: i
 
 
 def balanced_accuracy_cell(seed: int, source: str, questions: int, negatives: int | None, negative_share: float,
-                           recalls: tuple[float, float], icc: float) -> dict:
+                           recalls: tuple[float, float], icc: float | tuple[float, float],
+                           negative_questions: int | None = None) -> dict:
     rng = rng_for(seed, "bench_coverage", "memerag")
-    predictions = memerag_predictions(rng, {"e": recalls}, questions, negatives, negative_share, icc)
+    predictions = memerag_predictions(rng, {"e": recalls}, questions, negatives, negative_share, icc,
+                                      negative_questions)
     truth = float(np.mean(recalls))
     if source == "polyrag":
         row = summarise(predictions).iloc[0]
@@ -195,7 +218,12 @@ def memerag_cells() -> list[tuple]:
                  ("tiny class: 9 negatives, negatives' recall 0.97, ICC 0.1", dict(
                      questions=100, negatives=9, negative_share=0.0, recalls=(0.9, 0.97), icc=0.1)),
                  ("few questions: 25 questions, ICC 0.5", dict(
-                     questions=25, negatives=None, negative_share=0.3, recalls=(0.85, 0.7), icc=0.5))]
+                     questions=25, negatives=None, negative_share=0.3, recalls=(0.85, 0.7), icc=0.5)),
+                 # issue 36's French relevance: the whole's design effect (from clustered positives)
+                 # took 10 negatives in 8 questions to 3.3 effective sentences
+                 ("tiny class in few questions: 10 negatives in 8 of 100 questions, recall 0.65/0.97, ICC 0.7/0.1",
+                  dict(questions=100, negatives=10, negative_share=0.0, recalls=(0.65, 0.97), icc=(0.7, 0.1),
+                       negative_questions=8))]
     for setting, params in intervals:
         for source in ("polyrag", "MEMERAG per-sentence bootstrap"):
             cells.append(("memerag_balanced_accuracy", source, setting, balanced_accuracy_cell,

@@ -21,8 +21,9 @@ from polyrag.llm.types import Response
 from polyrag.meta_eval.evaluators import best_threshold, leave_one_language_out, similarity_scores
 from polyrag.meta_eval.llm_judge import judge_messages, llm_predictions, parse_label
 from polyrag.meta_eval.memerag import ONE_LABEL_HINT, memerag_file, read_memerag, task_rows
-from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, clustered_se, group_ids,
-                                          paired_permutation_test, question_ids, recall_interval)
+from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, class_design_effects,
+                                          clustered_se, group_ids, paired_permutation_test, question_ids,
+                                          recall_interval)
 from polyrag.meta_eval.summary import significance, summarise
 
 PUBLISHED_SENTENCES = {"en": 400, "de": 468, "es": 563, "fr": 540, "hi": 351}
@@ -228,6 +229,76 @@ def test_a_tiny_class_keeps_a_wide_interval_that_covers():
     # Balanced accuracy 0.95: the negatives' recall could be as low as 0.72 (Wilson), so the
     # score as low as 0.81; a bootstrap of sentences says 0.95 +- 0.015 (10 of 10 resamples to 10 of 10).
     assert low < 0.82 and high - low > 0.12
+
+
+def french_relevance_with_ten_negatives(shared_data):
+    """Real MEMERAG French relevance labels shaped as in issue 36: 8 questions holding 10
+    ``Unrelated`` sentences (six with one, two with two) and questions without one, in file order,
+    up to 361 relevant sentences. (query index per row, labels)."""
+    rows = task_rows(read_memerag(shared_data / "memerag" / "fr.jsonl", "fr"), "relevance")
+    negatives = rows.groupby("query_id", sort=False)["label"].apply(lambda x: int((x == 0).sum()))
+    chosen = set(negatives[negatives == 1].index[:6]) | set(negatives[negatives == 2].index[:2])
+    positives = int(rows[rows["query_id"].isin(chosen)]["label"].sum())
+    for query in negatives[negatives == 0].index:
+        if positives >= 360:
+            break
+        chosen.add(query)
+        positives += int((rows["query_id"] == query).sum())
+    part = rows[rows["query_id"].isin(chosen)].reset_index(drop=True)
+    return part, pd.factorize(part["query_id"])[0], part["label"].to_numpy()
+
+
+def test_se_is_left_empty_where_a_class_has_no_variance_and_the_interval_uses_each_class_design_effect(
+        shared_data, tmp_path):
+    """Issue 36: the ten French negatives all recalled, the positives recalled at 0.65 with
+    strongly clustered outcomes (ICC 0.7). The sandwich se saw only the positives (0.021: +-1.96
+    se reads 0.79-0.87), while the interval spanned 0.57-0.87: the design effect of the balanced
+    accuracy as a whole (2.9, from the positives) took the 10 negatives in 8 questions to 3.4
+    effective sentences, though 10 sentences in 8 questions weigh at least 10^2 / 14 = 7.1 even
+    if a question's sentences were alike."""
+    part, query, label = french_relevance_with_ten_negatives(shared_data)
+    assert (label == 1).sum() == 361 and (label == 0).sum() == 10 and len(np.unique(query[label == 0])) == 8
+    rng = np.random.default_rng([36, 0])
+    recall = rng.beta(0.65 * 3 / 7, 0.35 * 3 / 7, query.max() + 1)[query]  # ICC 0.7
+    right = np.where(label == 0, True, rng.random(len(label)) < recall)
+    predictions = part[["lang", "query_id", "sentence_id", "task", "label", "fine_grained_factuality"]].assign(
+        evaluator="e", prompt="-", prediction=np.where(right, label, 1 - label).astype(float))
+    summary = summarise(predictions)
+    row = summary.iloc[0]
+    assert row["recall_negative"] == 1.0 and row["balanced_accuracy"] == pytest.approx(0.830, abs=1e-3)
+    assert np.isnan(row["se"])
+    summary.to_csv(tmp_path / "summary.csv", index=False)  # as meta_eval_summary writes it: an empty field
+    assert set(pd.read_csv(tmp_path / "summary.csv", keep_default_na=False)["se"]) == {""}  # fr and all
+    assert row["se_note"].startswith("se left empty: fr negative recall 10 of 10") and "no variance" in row["se_note"]
+    recalls, effects = class_design_effects(right, group_ids(label, np.zeros(len(label))), query, np.zeros(len(label)))
+    negative = int(np.flatnonzero(recalls == 1.0)[0])
+    assert effects[negative] == pytest.approx(14 / 10)  # sum of squared sentences per question over 10
+    # Still no certain 1: 10 of 10 at 7.1 effective sentences is a recall from about 0.67.
+    assert 0.62 < row["ci_low"] < 0.70 and row["ci_high"] == pytest.approx(0.867, abs=2e-3)
+
+
+def test_each_class_design_effect_keeps_coverage_on_the_real_french_clusters(shared_data):
+    """The same real clusters, 10 negatives recalled at 0.97 (so mostly all ten, sometimes nine),
+    positives at 0.65 with ICC 0.7: the narrower interval still covers."""
+    _, query, label = french_relevance_with_ten_negatives(shared_data)
+    groups, strata = group_ids(label, np.zeros(len(label))), np.zeros(len(label))
+    runs, covered = 400, 0
+    for seed in range(runs):
+        rng = np.random.default_rng([36, 1, seed])
+        recall = np.where(label == 1, rng.beta(0.65 * 3 / 7, 0.35 * 3 / 7, query.max() + 1)[query],
+                          rng.beta(0.97 * 9, 0.03 * 9, query.max() + 1)[query])  # ICC 0.7 and 0.1
+        low, high = balanced_accuracy_interval(rng.random(len(label)) < recall, groups, query, strata)
+        covered += low <= (0.65 + 0.97) / 2 <= high
+    assert covered / runs >= 0.93 - 3 * np.sqrt(0.95 * 0.05 / runs)
+
+
+def test_se_is_kept_where_every_class_has_variance():
+    rng = np.random.default_rng(3)
+    labels, good, langs = random_predictions(rng, (300, 300), (0.8, 0.7))
+    base = pd.DataFrame({"lang": langs, "query_id": [str(i) for i in range(600)], "sentence_id": 0,
+                         "task": "faithfulness", "label": labels, "fine_grained_factuality": None})
+    summary = summarise(base.assign(evaluator="e", prompt="-", prediction=good))
+    assert summary["se"].notna().all() and (summary["se_note"] == "").all()
 
 
 def test_recall_interval_is_clopper_pearson():

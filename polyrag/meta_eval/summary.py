@@ -16,7 +16,7 @@ import pandas as pd
 
 from polyrag.errors import DataError
 from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, clustered_se, group_ids,
-                                          holm, paired_permutation_test, question_ids, recall_interval)
+                                          holm, paired_permutation_test, question_ids, recall_interval, se_note)
 
 KEYS = ["lang", "query_id", "sentence_id"]
 SYSTEM = ["evaluator", "prompt", "task"]
@@ -77,7 +77,10 @@ def class_columns(labels: np.ndarray, correct: np.ndarray) -> dict:
 
 def summarise(predictions: pd.DataFrame) -> pd.DataFrame:
     """Balanced accuracy per evaluator, prompt, task and language (missing predictions wrong, and
-    excluded), with its question-clustered standard error and 95% interval and per-class recalls."""
+    excluded), with its question-clustered standard error and 95% interval and per-class recalls.
+    ``se`` is left empty (NaN) where some class's recall is 0 or 1 or rests on a handful of
+    effective sentences, since it then leaves that class's uncertainty out; ``se_note`` says which
+    class, and the interval, built for small counts, is the statement."""
     left_out = one_class_languages(predictions)
     warn_one_class(left_out, predictions)
     rows = []
@@ -88,20 +91,28 @@ def summarise(predictions: pd.DataFrame) -> pd.DataFrame:
             answered, correct = outcomes(part)
             score = defined_balanced_accuracy(correct, labels, langs)
             groups = group_ids(labels, langs)
-            low, high = (np.nan, np.nan) if np.isnan(score) else balanced_accuracy_interval(correct, groups, clusters,
-                                                                                            langs)
+            low, high, se, note = np.nan, np.nan, np.nan, ""
+            if not np.isnan(score):
+                low, high = balanced_accuracy_interval(correct, groups, clusters, langs)
+                note = se_note(correct, groups, clusters, langs, group_names(labels, langs))
+                se = np.nan if note else clustered_se(correct, groups, clusters, langs)
             rows.append({
                 "evaluator": evaluator, "prompt": prompt, "task": task, "lang": lang, "balanced_accuracy": score,
-                "se": np.nan if np.isnan(score) else clustered_se(correct, groups, clusters, langs),
-                "ci_low": low, "ci_high": high,
+                "se": se, "ci_low": low, "ci_high": high,
                 "n": len(part), "n_questions": int(clusters.max() + 1) if len(part) else 0,
                 "n_missing": int((~answered).sum()),
                 "balanced_accuracy_excluding_missing": defined_balanced_accuracy(
                     correct[answered], labels[answered], langs[answered]),
                 **class_columns(labels, correct),
                 "languages_left_out": ",".join(left_out[task]) if lang == "all" else "",
+                "se_note": note,
             })
     return pd.DataFrame(rows)
+
+
+def group_names(labels: np.ndarray, langs: np.ndarray) -> list[str]:
+    """The name of each (language, class) group, in the order of ``statistics.group_ids``."""
+    return [f"{lang} {CLASSES[int(label)]}" for lang, label in pd.unique(pd.Series(list(zip(langs, labels))))]
 
 
 def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
