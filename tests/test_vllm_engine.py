@@ -105,6 +105,12 @@ def common_prefix_tokens(a: str, b: str) -> int:
     return n
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def test_the_real_engine_answers_caches_and_agrees_with_transformers(vllm_python, checkpoint, tmp_path):
     """The demo's Gemma prompts through VLLMBackend (package -> checkpoint, completion prompts with
     the response prefix, stop strings): answered, cached, answered from the cache on a rerun with the
@@ -130,3 +136,121 @@ def test_the_real_engine_answers_caches_and_agrees_with_transformers(vllm_python
     print("vllm:", vllm_texts, "\ntransformers:", expected, "\nshared words:", shared,
           "\nengine start s:", first["engine_start_s"], "generate s:", first["generate_s"])
     assert vllm_texts == expected
+
+
+@pytest.fixture(scope="module")
+def random_adapter(checkpoint, tmp_path_factory) -> Path:
+    """A LoRA adapter in PEFT's format (the student's) on q_proj and v_proj, its B matrices drawn
+    with a fixed seed so that it changes the answers (a trained one starts from B = 0)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32),
+                           LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
+    folder = tmp_path_factory.mktemp("adapter") / "adapter"
+    model.save_pretrained(folder)
+    return folder
+
+
+def test_the_adapter_through_lora_request_answers_as_peft_merged(vllm_python, random_adapter, tmp_path):
+    """The adapter served by vLLM (enable_lora, a LoRARequest on every request) against PEFT's merged
+    model in the transformers backend: the same greedy answers, and not the base model's."""
+    requests = demo_requests()
+    entry = {"backend": "vllm", "package": PACKAGE, "adapter": str(random_adapter), "max_lora_rank": 8, **ENGINE}
+    served = run_in_vllm(vllm_python, tmp_path, "gemma-vllm-lora", entry, requests)
+    assert served["identity"].startswith(f"{PACKAGE}+lora:")
+    lora_texts = [a["text"] for a in served["responses"]]
+    merged = transformers_answers(requests, adapter=str(random_adapter))
+    base = transformers_answers(requests)
+    print("vllm+lora:", lora_texts, "\npeft merged:", merged, "\nbase:", base,
+          "\nshared words with merged:", [common_prefix_tokens(v, t) for v, t in zip(lora_texts, merged)])
+    assert lora_texts != base
+    assert lora_texts == merged
+
+
+def test_a_dead_engine_fails_the_job_after_caching_what_arrived(vllm_python, tmp_path):
+    """The real engine answers the first chunk, then raises: the job fails with the backend's message
+    after the first chunk's answers are cached; the rerun asks only for the rest."""
+    requests = demo_requests()
+    entry = {"backend": "vllm", "package": PACKAGE, "chunk_size": 2, **ENGINE}
+    dead = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests, env={"POLYRAG_VLLM_KILL_AFTER": "1"})
+    assert dead["failed"].startswith(f"vllm test: the vllm engine of {PACKAGE} failed: RuntimeError: engine core "
+                                     "died; 2 of 4 new responses arrived and are cached")
+    rerun = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests)
+    assert [a["cached"] for a in rerun["responses"]] == [True, True, False, False]
+
+
+def test_the_openai_server_of_vllm_through_the_openai_backend(vllm_python, checkpoint, tmp_path):
+    """``vllm.entrypoints.openai.api_server`` on 127.0.0.1 answers the demo prompts through polyrag's
+    openai backend (completions endpoint) as the transformers backend does."""
+    from polyrag.llm.cache import ResponseCache
+    from polyrag.llm.client import LLM
+    from polyrag.llm.factory import make_backend
+
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [str(vllm_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(checkpoint),
+         "--served-model-name", "gemma-vllm", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+         "--max-model-len", str(CONTEXT), "--gpu-memory-utilization", str(ENGINE["gpu_memory_utilization"]),
+         "--enforce-eager", "--seed", "0"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            assert server.poll() is None, (tmp_path / "server.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "the vLLM server did not start in 10 minutes"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(2)
+        requests = demo_requests()
+        entry = {"backend": "openai", "model": "gemma-vllm", "base_url": f"http://127.0.0.1:{port}/v1",
+                 "api_key_env": None, "mode": "completion"}
+        llm = LLM(make_backend("gemma-vllm", entry, cache_dir=tmp_path, seed=0), ResponseCache(tmp_path / "c.sqlite"))
+        texts = [r.text for r in llm.generate(requests)]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    expected = transformers_answers(requests)
+    print("vllm server:", texts, "\nshared words:", [common_prefix_tokens(v, t) for v, t in zip(texts, expected)])
+    assert texts == expected
+
+
+def test_a_workflow_job_on_the_vllm_backend(vllm_python, checkpoint, tmp_path):
+    """Snakemake (in the vLLM environment) runs the answer job of a model on ``backend: vllm``: the
+    rule's resources and threads, the engine started inside the job, answers parsed with citations."""
+    import pandas as pd
+
+    entry = {"backend": "vllm", "package": PACKAGE, "family": "gemma", "mode": "completion", "max_tokens": 48,
+             "response_prefix": "##Answer: According to [", "stop": ["\n", "##Reason"], **ENGINE,
+             "resources": {"gpu": 0, "threads": 2, "mem_mb": 8000}}
+    # A response cache of its own, so that the job runs the engine; the converted checkpoint is shared.
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "models").symlink_to(REPO / ".cache" / "polyrag" / "models")
+    config = {"languages": ["en", "de"], "seed": 7, "cache_dir": str(tmp_path / "cache"),
+              "data": {"source": "demo", "dir": str(REPO / "resources" / "demo"), "max_questions": 2,
+                       "arena_queries": 2},
+              "models": {"gemma-vllm": entry, "mock-0": {"backend": "mock", "error_rate": 0.0}},
+              "judges": {"reference": {"backend": "reference"}}, "arena": {"judge": "reference"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.perf_counter()
+    result = subprocess.run(
+        [str(vllm_python), "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile",
+         str(tmp_path / "config.yaml"), "--cores", "2", "results/answers/gemma-vllm/en.parquet"],
+        capture_output=True, text=True, timeout=1200, env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    print(f"workflow job: {time.perf_counter() - started:.1f} s")
+    answers = pd.read_parquet(tmp_path / "results" / "answers" / "gemma-vllm" / "en.parquet")
+    assert len(answers) == 2 and answers["error"].isna().all()
+    assert answers["raw_output"].str.startswith("##Answer: According to [").all()
+    assert answers["cited_docids"].map(len).gt(0).any()
