@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 from polyrag.progress import progress
+from polyrag.sqlite_cache import open_sqlite_cache
 
 
 BATCH = 64
@@ -51,11 +51,9 @@ class EmbeddingStore:
     def __init__(self, path: str | Path | None = None):
         self.vectors: dict[str, np.ndarray] = {}
         self.db = None
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, timeout=120, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        if path is not None:  # a damaged file is moved aside and its readable vectors kept
+            self.db = open_sqlite_cache(path, "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)",
+                                        "vectors", "the embedding cache")
 
     @staticmethod
     def key(text: str) -> str:
