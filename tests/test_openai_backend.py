@@ -221,3 +221,22 @@ def test_a_server_outage_fails_the_judge_job_and_the_rerun_completes_it(llama_se
     assert proxy.forwarded == sent - 3
     assert resumed == uninterrupted
     assert {r["verdict"] for r in resumed} - {"invalid"}, "no verdict to compare"
+
+
+@pytest.mark.slow
+def test_another_endpoint_is_asked_rather_than_answered_from_the_first_ones_cache(llama_server, tmp_path):
+    """Before: pointing a model at a second server reran the job, but every answer came from the first
+    server's cache and the second server received 0 requests (issue 36, item 1)."""
+    cache_path = tmp_path / "cache.sqlite"
+    requests = [question(k) for k in range(3)]
+    with FaultProxy(llama_server) as first, FaultProxy(llama_server) as second:
+        for proxy in (first, second):
+            llm = LLM(backend(proxy.url), ResponseCache(cache_path))
+            answers = llm.generate(requests)
+            llm.close()
+            assert all(r.ok and not r.cached for r in answers)
+        again = LLM(backend(first.url), ResponseCache(cache_path)).generate(requests)
+    assert first.requests == 3 and second.requests == 3 and all(r.cached for r in again)
+    models = {model for (model,) in sqlite3.connect(cache_path).execute("SELECT model FROM responses")}
+    assert models == {f"gemma-270m@{proxy.url}+mode=completion" for proxy in (first, second)}
+    assert SECRET.encode() not in cache_path.read_bytes()
