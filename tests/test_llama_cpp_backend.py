@@ -9,6 +9,7 @@ from polyrag.errors import LLMUnavailable
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 from polyrag.generate.prompts import answer_messages
+from polyrag.llm.identity import file_fingerprint
 from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 from polyrag.llm.types import Request
 
@@ -24,14 +25,14 @@ def gemma(gemma_gguf):
     backend.close()
 
 
-def test_gemma_answers_a_demo_question_deterministically(gemma, repo):
+def test_gemma_answers_a_demo_question_deterministically(gemma, gemma_gguf, repo):
     record = load_demo("de", repo / "resources" / "demo")[0]
     request = Request(messages=answer_messages("mirage", record), temperature=0.1, max_tokens=40, seed=3)
     [(_, first)] = list(gemma.stream([request]))
     [(_, again)] = list(gemma.stream([request]))
     assert first.ok and first.text.strip()
     assert first.text == again.text
-    assert gemma.identity == "gemma-3-270m-q4_k_m.gguf"
+    assert gemma.identity == f"gemma-3-270m-q4_k_m.gguf#{file_fingerprint(gemma_gguf)}"  # the file's name and content
 
 
 def test_prompt_longer_than_context_is_an_error_row(gemma_gguf):
@@ -55,7 +56,7 @@ def test_a_failing_engine_fails_the_job_after_caching_what_arrived(gemma, tmp_pa
         return complete(**kwargs)
 
     monkeypatch.setattr(gemma.llm, "create_completion", decode_fails_after_one)
-    with pytest.raises(LLMUnavailable, match=r"^answers: the llama_cpp engine of gemma-3-270m-q4_k_m\.gguf failed: "
+    with pytest.raises(LLMUnavailable, match=r"^answers: the llama_cpp engine of gemma-3-270m-q4_k_m\.gguf#[0-9a-f]{16} failed: "
                                              r"RuntimeError: llama_decode returned -3; 1 of 3 new responses arrived"):
         LLM(gemma, ResponseCache(tmp_path / "c.sqlite")).generate(requests, desc="answers")
     monkeypatch.undo()

@@ -1,8 +1,9 @@
 """Offline batched generation with ``vllm.LLM`` on GPUs.
 
 ``adapter`` names a LoRA adapter folder (the fine-tuning stage's): vLLM is started with LoRA enabled
-and every request carries the adapter, whose content hash is part of the model identity (as in the
-``transformers`` backend), so a retrained adapter never reuses cached answers.
+and every request carries the adapter. The model identity (``vllm_identity``) holds the checkpoint
+folder's content or the Hub commit loaded, the adapter's content hash and the numeric options (as in
+the ``transformers`` backend), so a retrained adapter or a requantised model never reuses cached answers.
 
 Requests are sent in chunks so that a killed job loses at most one chunk of work:
 each chunk's responses are cached before the next chunk starts. A prompt longer than the
@@ -17,6 +18,7 @@ from typing import Any
 
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend, engine_failed, split_by_context
+from polyrag.llm.identity import model_source, with_options
 from polyrag.llm.types import Request, Response
 
 
@@ -28,6 +30,19 @@ def sampling_params_kwargs(request: Request) -> dict[str, Any]:
         "seed": request.seed,
         "stop": list(request.stop) or None,
     }
+
+
+def vllm_identity(model: str, revision: str | None, lora: str | None, mode: str = "chat", dtype: str = "auto",
+                  engine_kwargs: dict[str, Any] | None = None) -> str:
+    """What the answers depend on: the checkpoint folder's content or the Hub commit loaded, the
+    adapter's hash (``lora``), a dtype and mode other than the defaults, and every engine option
+    passed (``quantization``, ``kv_cache_dtype``, a tokenizer...); the parallelism and memory
+    settings are left out."""
+    identity = model_source(model, revision)
+    if lora:
+        identity += f"+lora:{lora}"
+    return with_options(identity, dtype=None if dtype == "auto" else dtype, mode=None if mode == "chat" else mode,
+                        engine=engine_kwargs or None)
 
 
 class VLLMBackend(Backend):
@@ -56,7 +71,6 @@ class VLLMBackend(Backend):
                 f"pip install 'polyrag[gpu]' on a GPU node ({error})"
             ) from error
         self._vllm = vllm
-        self.identity = f"{model}@{revision}" if revision else model
         self.mode = mode
         self.chunk_size = chunk_size
         self.lora_request = None
@@ -67,7 +81,6 @@ class VLLMBackend(Backend):
             from polyrag.llm.transformers_backend import adapter_digest
 
             digest = adapter_digest(adapter)
-            self.identity += f"+lora:{digest}"
             self.lora_request = LoRARequest(f"lora-{digest}", 1, str(adapter))
             lora_kwargs = {"enable_lora": True, "max_loras": 1, **({"max_lora_rank": max_lora_rank} if max_lora_rank else {})}
         self.llm = vllm.LLM(
@@ -81,6 +94,7 @@ class VLLMBackend(Backend):
             **lora_kwargs,
             **(engine_kwargs or {}),
         )
+        self.identity = vllm_identity(model, revision, digest if adapter else None, mode, dtype, engine_kwargs)
 
     def prompt_tokens(self, request: Request) -> int:
         """The prompt's length as the engine will see it (chat template applied in chat mode)."""
