@@ -205,17 +205,21 @@ def open_sqlite_cache(path: str | Path, schema: str, table: str, what: str) -> s
     return db
 
 
+def keep(path: Path, aside: Path) -> None:
+    """``aside`` becomes another name of ``path`` (a copy where the file system has no hard links)."""
+    try:
+        os.link(path, aside)
+    except OSError:
+        shutil.copyfile(path, aside)
+
+
 def repair(path: Path, schema: str, table: str, what: str, why: str) -> None:
-    """Move the damaged ``path`` aside and write what can be read of it into a fresh file there."""
+    """Write what can be read of the damaged ``path`` into a fresh file, keep the damaged one (and
+    its WAL) as ``<file>.damaged-<time>``, and put the fresh file in its place. Until the last step
+    ``path`` is the damaged file, so a job killed on the way leaves it to be repaired again."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     aside = path.with_name(f"{path.name}.damaged-{stamp}")
-    os.replace(path, aside)
-    wal = path.with_name(f"{path.name}-wal")
-    if wal.exists() and wal.stat().st_size:  # committed rows not yet in the file
-        os.replace(wal, aside.with_name(f"{aside.name}-wal"))
-    wal.unlink(missing_ok=True)
-    path.with_name(f"{path.name}-shm").unlink(missing_ok=True)
-    columns, rows, keys, whole = salvage(aside, table)
+    columns, rows, keys, whole = salvage(path, table)
     fresh = path.with_name(f"{path.name}.{os.getpid()}.partial")
     fresh.unlink(missing_ok=True)
     with contextlib.closing(sqlite3.connect(fresh, isolation_level=None)) as db:
@@ -233,6 +237,12 @@ def repair(path: Path, schema: str, table: str, what: str, why: str) -> None:
         lost = sorted(keys - recovered)
         db.executemany("INSERT OR IGNORE INTO lost_keys VALUES (?)", [(key,) for key in lost])
         db.execute("COMMIT")
+    wal = path.with_name(f"{path.name}-wal")
+    keep(path, aside)
+    if wal.exists() and wal.stat().st_size:  # committed rows that never reached the file
+        keep(wal, aside.with_name(f"{aside.name}-wal"))
+    wal.unlink(missing_ok=True)  # never to be replayed onto the fresh file
+    path.with_name(f"{path.name}-shm").unlink(missing_ok=True)
     os.replace(fresh, path)
     lost_text = (f"{len(lost)} rows could not be read" if whole
                  else f"at least {len(lost)} rows could not be read (the key index is damaged too)")
