@@ -130,7 +130,10 @@ def salvage(damaged: Path, table: str) -> tuple[list[str], list[tuple], set[str]
                     continue
                 if not columns:
                     continue
-                return columns, read_rows(db, table, columns), *index_keys(db, table)
+                keys, whole = index_keys(db, table)
+                with contextlib.suppress(sqlite3.DatabaseError):  # still lost from an earlier damage
+                    keys.update(key for (key,) in db.execute("SELECT key FROM lost_keys"))
+                return columns, read_rows(db, table, columns), keys, whole
         return [], [], set(), False
     finally:
         for suffix in ("", "-wal", "-shm"):

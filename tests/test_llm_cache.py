@@ -239,3 +239,17 @@ def test_damage_during_a_job_is_one_clear_error(tmp_path):
                                            r"job \(database disk image is malformed\); rerun the job"):
         for request in reversed(requests):  # the last rows lie in the lost pages
             cache.get(request.cache_key("echo", "echo-1"))
+
+
+def test_keys_lost_to_one_damage_are_still_counted_after_another(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path)
+    os.truncate(path, path.stat().st_size // 2)
+    ResponseCache(path).close()  # repaired; the lost keys are noted
+    lost = sqlite3.connect(path).execute("SELECT count(*) FROM lost_keys").fetchone()[0]
+    with open(path, "r+b") as handle:  # damaged again before any job asked for them
+        handle.write(b"\x00" * 100)
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(backend, ResponseCache(path)).generate(requests, desc="answers")
+    assert lost > 0 and f"answers: {lost} of the {len(backend.seen)} requests to echo are asked again" in caplog.text
