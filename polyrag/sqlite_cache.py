@@ -2,8 +2,8 @@
 what is damaged in it, never a traceback on every rerun.
 
 A file that fails SQLite's ``PRAGMA quick_check`` (truncated by a full disk or a killed copy, its
-header overwritten) is moved aside as ``<file>.damaged-<UTC time>`` (with its WAL), every row
-that can still be read is copied into a fresh cache at the original path, and one warning names
+header overwritten) is kept as ``<file>.damaged-<UTC time>`` (with its WAL), every row that can
+still be read is copied into a fresh cache that takes its place, and one warning names
 the damaged file, the rows recovered and the rows lost. The keys of the lost rows, where the
 primary-key index still names them, are kept in the ``lost_keys`` table, so the jobs that ask for
 them again can count them (``lost_count``). A cache file of 0 bytes is a valid empty database to
@@ -247,8 +247,12 @@ def repair(path: Path, schema: str, table: str, what: str, why: str) -> None:
     wal.unlink(missing_ok=True)  # never to be replayed onto the fresh file
     path.with_name(f"{path.name}-shm").unlink(missing_ok=True)
     os.replace(fresh, path)
-    lost_text = (f"{len(lost)} rows could not be read" if whole
-                 else f"at least {len(lost)} rows could not be read (the key index is damaged too)")
+    if whole:
+        lost_text = f"{len(lost)} rows could not be read"
+    elif lost:
+        lost_text = f"at least {len(lost)} rows could not be read (the key index is damaged too)"
+    else:
+        lost_text = "an unknown number of rows could not be read (the key index is damaged too)"
     log.warning("%s %s is damaged (%s): moved it to %s and recovered %d rows into a fresh cache; %s and "
                 "will be requested again", what, path, why, aside.name, len(recovered), lost_text)
 

@@ -189,6 +189,19 @@ def test_a_damaged_cache_is_moved_aside_and_its_readable_rows_kept(tmp_path, cap
     assert damaged_files(path) == [aside]
 
 
+def test_a_cache_with_nothing_readable_is_replaced_and_said_so(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path, n=20)
+    with open(path, "r+b") as handle:
+        handle.write(b"\x00" * path.stat().st_size)  # every page zeroed
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(backend, ResponseCache(path)).generate(requests)
+    assert "and recovered 0 rows into a fresh cache; an unknown number of rows could not be read (the key index " \
+           "is damaged too) and will be requested again" in caplog.text
+    assert len(backend.seen) == 20 and len(damaged_files(path)) == 1
+
+
 def test_rows_in_the_write_ahead_log_of_a_damaged_cache_are_kept(tmp_path):
     """A job killed before its WAL was checkpointed: the responses there are recovered too."""
     path = tmp_path / "m.sqlite"
