@@ -53,8 +53,8 @@ class EmbeddingStore:
         self.vectors: dict[str, np.ndarray] = {}
         self.db = None
         if path is not None:  # a damaged file is moved aside and its readable vectors kept
-            self.db = open_sqlite_cache(path, "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)",
-                                        "vectors", "the embedding cache")
+            schema = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+            self.db = open_sqlite_cache(path, schema, "vectors", "the embedding cache")
 
     @staticmethod
     def key(text: str) -> str:
