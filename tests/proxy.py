@@ -7,11 +7,13 @@ how long each forwarded request took upstream (``forward_seconds``).
 
 ``down_after=N`` simulates a server that dies: the first N requests are forwarded, later ones are
 dropped without an answer, and once the N-th answer is sent the proxy stops listening
-(connection refused). A new proxy is the server coming back.
+(connection refused). A new proxy on the same ``port`` is the server coming back (the cache knows
+a model by its endpoint: another port is another server).
 """
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 import urllib.error
@@ -21,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FaultProxy:
     def __init__(self, upstream: str, plan: list[str] | None = None, delay: float = 0.0, hang_seconds: float = 5.0,
-                 down_after: int | None = None):
+                 down_after: int | None = None, port: int = 0):
         self.upstream = upstream.rstrip("/")
         self.plan = list(plan or [])
         self.delay = delay
@@ -100,7 +102,7 @@ class FaultProxy:
                 except urllib.error.HTTPError as error:
                     self._reply(error.code, error.read())
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = listen(port, Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -117,3 +119,17 @@ class FaultProxy:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def listen(port: int, handler) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1:``port`` (0: any free port). A given port is that of a proxy that has
+    just stopped (the same server coming back): SO_REUSEADDR passes its connections in TIME_WAIT,
+    and a connection still closing is waited for."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

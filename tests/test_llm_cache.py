@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import sqlite3
 
 import pytest
@@ -11,6 +14,7 @@ from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request, Response
+from polyrag.sqlite_cache import CacheDamaged
 
 
 class Echo(Backend):
@@ -120,3 +124,145 @@ def test_a_backend_outside_the_cache_answers_every_request():
     backend = Contextual()
     LLM(backend).generate([chat("a"), chat("a")])
     assert backend.seen == ["a", "a"]
+
+
+# --- A damaged cache file (issue 36, item 13) ---------------------------------------------------
+
+def filled_cache(path, n: int = 300) -> list[Request]:
+    """A real cache of ``n`` responses written through the client (a few hundred bytes each: many pages)."""
+    requests = [chat(f"question {k:04d} " + "x" * 300) for k in range(n)]
+    llm = LLM(Echo(), ResponseCache(path))
+    llm.generate(requests)
+    llm.close()  # the WAL is checkpointed into the file, as after a finished job
+    return requests
+
+
+def damaged_files(path):
+    return sorted(p.name for p in path.parent.iterdir() if ".damaged-" in p.name)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "header"])
+def test_a_damaged_cache_is_moved_aside_and_its_readable_rows_kept(tmp_path, caplog, damage):
+    """Before: `sqlite3.DatabaseError: database disk image is malformed` (or `file is not a database`)
+    as a traceback on every rerun, until the user found and deleted the file."""
+    path = tmp_path / "llm" / "m.sqlite"
+    requests = filled_cache(path)
+    intact = dict(sqlite3.connect(path).execute("SELECT key, response FROM responses").fetchall())
+    size = path.stat().st_size
+    if damage == "truncated":  # a full disk or a killed copy: the second half is gone
+        os.truncate(path, size // 2)
+    else:  # the first 100 bytes overwritten
+        with open(path, "r+b") as handle:
+            handle.write(b"\x00garbage" * 12 + b"oops")
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        llm = LLM(backend, ResponseCache(path, what="the LLM response cache of model 'm'"))
+        out = llm.generate(requests, desc="answers")
+    [aside] = damaged_files(path)
+    assert aside.startswith("m.sqlite.damaged-")
+    recovered = len(requests) - len(backend.seen)
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert messages[0].startswith(f"the LLM response cache of model 'm' {path} is damaged (")
+    assert f"moved it to {aside} and recovered {recovered} rows into a fresh cache; " in messages[0]
+    if damage == "header":  # the rows are all intact: the header is rebuilt and none is paid again
+        assert backend.seen == [] and len(messages) == 1
+        assert messages[0].endswith("; 0 rows could not be read and will be requested again")
+    else:
+        assert 0 < recovered < len(requests) and len(backend.seen) < len(requests)
+        # Half the file is gone, the key index with it: the keys its readable pages name are counted.
+        lost = int(re.search(r"; at least (\d+) rows could not be read \(the key index is damaged too\) "
+                             r"and will be requested again$", messages[0])[1])
+        assert 0 < lost <= len(backend.seen)
+        assert messages[1] == (f"answers: {lost} of the {len(backend.seen)} requests to echo are asked again "
+                               f"because the damaged cache {path} lost them")
+    # Every recovered row is the intact one; the answers are the same as before the damage.
+    rows = dict(sqlite3.connect(path).execute("SELECT key, response FROM responses").fetchall())
+    assert all(intact[key] == text for key, text in rows.items())
+    assert [r.text for r in out] == [t.messages[0]["content"].upper() for t in requests]
+    llm.close()
+    # The rerun is clean: no warning, nothing asked again.
+    caplog.clear()
+    again = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(again, ResponseCache(path)).generate(requests)
+    assert again.seen == [] and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert damaged_files(path) == [aside]
+
+
+def test_a_cache_with_nothing_readable_is_replaced_and_said_so(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path, n=20)
+    with open(path, "r+b") as handle:
+        handle.write(b"\x00" * path.stat().st_size)  # every page zeroed
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(backend, ResponseCache(path)).generate(requests)
+    assert "and recovered 0 rows into a fresh cache; an unknown number of rows could not be read (the key index " \
+           "is damaged too) and will be requested again" in caplog.text
+    assert len(backend.seen) == 20 and len(damaged_files(path)) == 1
+
+
+def test_rows_in_the_write_ahead_log_of_a_damaged_cache_are_kept(tmp_path):
+    """A job killed before its WAL was checkpointed: the responses there are recovered too."""
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path, n=40)
+    writer = ResponseCache(path)  # kept open: the next responses stay in m.sqlite-wal
+    writer._db.execute("PRAGMA wal_autocheckpoint=0")
+    LLM(Echo(), writer).generate([chat("late one"), chat("late two")])
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("m.sqlite", "m.sqlite-wal"):
+        (copy / name).write_bytes((tmp_path / name).read_bytes())
+    writer.close()
+    with open(copy / "m.sqlite", "r+b") as handle:
+        handle.write(b"\xff" * 16)  # not SQLite's header any more, only its magic
+    backend = Echo()
+    LLM(backend, ResponseCache(copy / "m.sqlite")).generate(requests + [chat("late one"), chat("late two")])
+    assert backend.seen == []
+
+
+def test_an_empty_cache_file_is_named_in_a_warning(tmp_path, caplog):
+    """Before: a cache truncated to 0 bytes was silently an empty cache; every request paid again."""
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path, n=3)
+    os.truncate(path, 0)
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(backend, ResponseCache(path, what="the LLM response cache of model 'm'")).generate(requests)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"the LLM response cache of model 'm' {path} is empty (0 bytes): nothing was cached there, so every "
+        "request is made (and paid) again; if it held responses, restore it from a backup before running on"]
+    assert len(backend.seen) == 3 and damaged_files(path) == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        LLM(Echo(), ResponseCache(path)).generate(requests)  # a new cache is not a warning
+    assert not caplog.records
+    fresh = tmp_path / "new.sqlite"
+    with caplog.at_level(logging.WARNING):
+        ResponseCache(fresh).close()
+    assert not caplog.records
+
+
+def test_damage_during_a_job_is_one_clear_error(tmp_path):
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path)
+    cache = ResponseCache(path, what="the LLM response cache of model 'm'")
+    os.truncate(path, path.stat().st_size // 3)
+    with pytest.raises(CacheDamaged, match=rf"^the LLM response cache of model 'm' {path} was damaged during this "
+                                           r"job \(database disk image is malformed\); rerun the job"):
+        for request in reversed(requests):  # the last rows lie in the lost pages
+            cache.get(request.cache_key("echo", "echo-1"))
+
+
+def test_keys_lost_to_one_damage_are_still_counted_after_another(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    requests = filled_cache(path)
+    os.truncate(path, path.stat().st_size // 2)
+    ResponseCache(path).close()  # repaired; the lost keys are noted
+    lost = sqlite3.connect(path).execute("SELECT count(*) FROM lost_keys").fetchone()[0]
+    with open(path, "r+b") as handle:  # damaged again before any job asked for them
+        handle.write(b"\x00" * 100)
+    backend = Echo()
+    with caplog.at_level(logging.WARNING):
+        LLM(backend, ResponseCache(path)).generate(requests, desc="answers")
+    assert lost > 0 and f"answers: {lost} of the {len(backend.seen)} requests to echo are asked again" in caplog.text

@@ -156,8 +156,8 @@ def test_retries_after_429_500_and_timeout_then_cache_hits(llama_server, tmp_pat
     # (the server shares the cores with the other test worker; the client rightly asks again).
     timed_out = sum(seconds > timeout for seconds in proxy.forward_seconds)
     assert proxy.actions[:3] == ["429", "500", "hang"] and proxy.forwarded == len(requests) + timed_out
-    # A rerun is answered from the cache: the server never sees it.
-    with FaultProxy(llama_server) as proxy:
+    # A rerun is answered from the cache: the server (at the same address) never sees it.
+    with FaultProxy(llama_server, port=proxy.port) as proxy:
         again = LLM(backend(proxy.url), ResponseCache(cache_path)).generate(requests)
     assert proxy.requests == 0
     assert [r.text for r in again] == [r.text for r in responses] and all(r.cached for r in again)
@@ -214,10 +214,28 @@ def test_a_server_outage_fails_the_judge_job_and_the_rerun_completes_it(llama_se
         with pytest.raises(LLMUnavailable, match=r"attempt 1: .* unavailable: APIConnectionError .* 3 of 6 new responses"):
             judge(proxy.url, tmp_path / "cut.sqlite")
     assert sqlite3.connect(tmp_path / "cut.sqlite").execute("SELECT COUNT(*) FROM responses").fetchone() == (3,)
-    # The server is back. On a new port: rebinding the old one can meet another connection's TIME_WAIT
-    # socket there; cached responses do not depend on the address.
-    with FaultProxy(llama_server) as proxy:
+    # The server is back at its address (the cache keys hold the endpoint: another port is another server).
+    with FaultProxy(llama_server, port=proxy.port) as proxy:
         resumed = judge(proxy.url, tmp_path / "cut.sqlite")
     assert proxy.forwarded == sent - 3
     assert resumed == uninterrupted
     assert {r["verdict"] for r in resumed} - {"invalid"}, "no verdict to compare"
+
+
+@pytest.mark.slow
+def test_another_endpoint_is_asked_rather_than_answered_from_the_first_ones_cache(llama_server, tmp_path):
+    """Before: pointing a model at a second server reran the job, but every answer came from the first
+    server's cache and the second server received 0 requests (issue 36, item 1)."""
+    cache_path = tmp_path / "cache.sqlite"
+    requests = [question(k) for k in range(3)]
+    with FaultProxy(llama_server) as first, FaultProxy(llama_server) as second:
+        for proxy in (first, second):
+            llm = LLM(backend(proxy.url), ResponseCache(cache_path))
+            answers = llm.generate(requests)
+            llm.close()
+            assert all(r.ok and not r.cached for r in answers)
+        again = LLM(backend(first.url), ResponseCache(cache_path)).generate(requests)
+    assert first.requests == 3 and second.requests == 3 and all(r.cached for r in again)
+    models = {model for (model,) in sqlite3.connect(cache_path).execute("SELECT model FROM responses")}
+    assert models == {f"gemma-270m@{proxy.url}+mode=completion" for proxy in (first, second)}
+    assert SECRET.encode() not in cache_path.read_bytes()

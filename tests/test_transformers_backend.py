@@ -122,3 +122,33 @@ def test_chat_template_is_used_when_present(tiny_model, tmp_path):
 def test_stop_strings():
     assert truncate_at_stop("Paris. ##Question: next", ["##Question", "\n\n"]) == "Paris. "
     assert truncate_at_stop("Paris", ["X"]) == "Paris"
+
+
+def test_identity_follows_the_checkpoint_content_adapter_and_dtype(tiny_model, tmp_path):
+    """Before: the folder path, so a checkpoint retrained into the same folder reused the old answers."""
+    import shutil
+
+    from peft import LoraConfig, get_peft_model
+
+    folder = tmp_path / "v1" / "ckpt"
+    shutil.copytree(tiny_model, folder)
+    first = TransformersBackend(str(folder), device="cpu").identity
+    assert first.startswith("ckpt#") and str(tmp_path) not in first
+    copy = tmp_path / "elsewhere" / "ckpt"
+    shutil.copytree(folder, copy)
+    assert TransformersBackend(str(copy), device="cpu").identity == first  # the same weights elsewhere
+    assert TransformersBackend(str(folder), device="cpu", dtype="float32").identity == first + "+dtype=float32"
+    assert TransformersBackend(str(folder), device="cpu", mode="completion").identity == first + "+mode=completion"
+    model = LlamaForCausalLM.from_pretrained(folder)
+    adapters = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        peft_model = get_peft_model(LlamaForCausalLM.from_pretrained(folder),
+                                    LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+        peft_model.save_pretrained(tmp_path / f"adapter-{seed}")
+        adapters.append(TransformersBackend(str(folder), adapter=str(tmp_path / f"adapter-{seed}"), device="cpu").identity)
+    assert adapters[0].startswith(first + "+lora:") and adapters[0] != adapters[1]
+    torch.manual_seed(7)  # retrained into the same folder
+    LlamaForCausalLM(model.config).save_pretrained(folder)
+    retrained = TransformersBackend(str(folder), device="cpu").identity
+    assert retrained.startswith("ckpt#") and retrained != first

@@ -69,3 +69,46 @@ def test_a_long_prompt_is_a_row_and_a_dead_engine_fails_the_job_after_caching(tm
     assert again[1].error == "prompt of 8 tokens does not fit the model's context of 8"
     assert [r.cached for r in again] == [True, False, True, False, False]
     assert backend.llm.calls == [["e f", "g h"]]
+
+
+def test_identity_follows_the_checkpoint_adapter_and_engine_options(tmp_path, monkeypatch):
+    """Before: the model id (and revision) alone: a checkpoint folder retrained in place, or the same
+    model served with `quantization: awq`, reused the old answers. (vllm needs a GPU: a stand-in
+    module records the engine's arguments; the identity is the backend's own code.)"""
+    import sys
+    import types
+
+    from polyrag.llm.vllm_backend import VLLMBackend
+
+    engines = []
+
+    class RecordingLLM:
+        def __init__(self, **kwargs):
+            engines.append(kwargs)
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = RecordingLLM
+    lora = types.ModuleType("vllm.lora.request")
+    lora.LoRARequest = lambda name, number, path: (name, number, path)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setitem(sys.modules, "vllm.lora", types.ModuleType("vllm.lora"))
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", lora)
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(b"weights one")
+    first = VLLMBackend(str(folder)).identity
+    assert first.startswith("ckpt#") and VLLMBackend(str(folder)).identity == first
+    quantized = VLLMBackend(str(folder), engine_kwargs={"quantization": "awq"}, dtype="half").identity
+    assert quantized == first + '+dtype=half+engine={"quantization": "awq"}'
+    assert engines[-1]["quantization"] == "awq"
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora one")
+    with_lora = VLLMBackend(str(folder), adapter=str(adapter)).identity
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora two")
+    assert with_lora.startswith(first + "+lora:") and VLLMBackend(str(folder), adapter=str(adapter)).identity != with_lora
+    (folder / "model.safetensors").write_bytes(b"weights two")  # retrained in place
+    assert VLLMBackend(str(folder)).identity != first

@@ -120,7 +120,7 @@ def test_the_real_engine_answers_caches_and_agrees_with_transformers(vllm_python
     too_long = Request(prompt="word " * (CONTEXT + 10), temperature=0.0, max_tokens=8)
     entry = {"backend": "vllm", "package": PACKAGE, **ENGINE}
     first = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, [*requests, too_long])
-    assert first["identity"] == PACKAGE
+    assert first["identity"].startswith(f"{PACKAGE}==") and "+dtype=float32" in first["identity"]
     *answers, long_row = first["responses"]
     assert all(a["text"] and a["error"] is None and not a["cached"] for a in answers), answers
     assert long_row["text"] is None
@@ -164,7 +164,7 @@ def test_the_adapter_through_lora_request_answers_as_peft_merged(vllm_python, ra
     requests = demo_requests()
     entry = {"backend": "vllm", "package": PACKAGE, "adapter": str(random_adapter), "max_lora_rank": 8, **ENGINE}
     served = run_in_vllm(vllm_python, tmp_path, "gemma-vllm-lora", entry, requests)
-    assert served["identity"].startswith(f"{PACKAGE}+lora:")
+    assert served["identity"].startswith(f"{PACKAGE}==") and "+lora:" in served["identity"]
     lora_texts = [a["text"] for a in served["responses"]]
     merged = transformers_answers(requests, adapter=str(random_adapter))
     base = transformers_answers(requests)
@@ -180,8 +180,8 @@ def test_a_dead_engine_fails_the_job_after_caching_what_arrived(vllm_python, tmp
     requests = demo_requests()
     entry = {"backend": "vllm", "package": PACKAGE, "chunk_size": 2, **ENGINE}
     dead = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests, env={"POLYRAG_VLLM_KILL_AFTER": "1"})
-    assert dead["failed"].startswith(f"vllm test: the vllm engine of {PACKAGE} failed: RuntimeError: engine core "
-                                     "died; 2 of 4 new responses arrived and are cached")
+    assert dead["failed"].startswith(f"vllm test: the vllm engine of {dead['identity']} failed: RuntimeError: "
+                                     "engine core died; 2 of 4 new responses arrived and are cached")
     rerun = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests)
     assert [a["cached"] for a in rerun["responses"]] == [True, True, False, False]
 

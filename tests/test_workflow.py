@@ -349,7 +349,9 @@ def test_gemma_answers_are_real_model_output(run):
     log = (workdir / "logs" / "generate" / "gemma-270m.log").read_text()  # one job, every language
     assert log.count("4 requests, 0 from cache, 0 duplicates, 4 to llama_cpp") == len(config["languages"])
     # A progress line per refresh, with counts and an ETA.
-    assert re.search(r"^answers \(gemma-3-270m-q4_k_m.gguf\): 4/4 req \(100%\), \S+ elapsed, ETA ", log, re.MULTILINE)
+    # (the model named by its identity: the GGUF file's name and content fingerprint)
+    assert re.search(r"^answers \(gemma-3-270m-q4_k_m\.gguf#[0-9a-f]{16}\): 4/4 req \(100%\), \S+ elapsed, ETA ", log,
+                     re.MULTILINE)
 
 
 def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):

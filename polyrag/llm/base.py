@@ -12,8 +12,10 @@ from polyrag.llm.types import Request, Response
 class Backend(ABC):
     """A model behind some API. Subclasses set ``name`` and ``identity``.
 
-    ``identity`` names the model for cache keys (an API model id, a Hub id, a GGUF file):
-    two configs that load the same model share cached responses.
+    ``identity`` names the model for cache keys with everything that changes its answers (an
+    endpoint, a file's content, a Hub commit, an adapter, a numeric option; :mod:`polyrag.llm.identity`)
+    and nothing secret: two configs that load the same model share cached responses, two that
+    do not never do.
     """
 
     name: str = "base"

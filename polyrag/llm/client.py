@@ -46,6 +46,10 @@ class LLM:
         asked = sum(len(indices) for indices in todo)
         log.info("%s: %d requests, %d from cache, %d duplicates, %d to %s", desc, len(requests),
                  len(requests) - asked, asked - len(todo), len(todo), self.backend.name)
+        relost = self.cache.lost([keys[indices[0]] for indices in todo]) if self.cache is not None and todo else 0
+        if relost:
+            log.warning("%s: %d of the %d requests to %s are asked again because the damaged cache %s lost them",
+                        desc, relost, len(todo), self.backend.name, self.cache.path)
         if todo:
             received = 0
             try:

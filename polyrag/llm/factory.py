@@ -40,4 +40,5 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
 def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> LLM:
     """The model behind ``name`` with its durable response cache (one SQLite file per model)."""
     backend = make_backend(name, entry, cache_dir=cache_dir, seed=seed)
-    return LLM(backend, ResponseCache(Path(cache_dir) / "llm" / f"{name}.sqlite"))
+    return LLM(backend, ResponseCache(Path(cache_dir) / "llm" / f"{name}.sqlite",
+                                      what=f"the LLM response cache of model {name!r}"))

