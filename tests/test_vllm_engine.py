@@ -174,7 +174,7 @@ def test_the_adapter_through_lora_request_answers_as_peft_merged(vllm_python, ra
     assert lora_texts == merged
 
 
-def test_a_dead_engine_fails_the_job_after_caching_what_arrived(vllm_python, tmp_path):
+def test_a_dead_engine_fails_the_job_after_caching_what_arrived(vllm_python, checkpoint, tmp_path):
     """The real engine answers the first chunk, then raises: the job fails with the backend's message
     after the first chunk's answers are cached; the rerun asks only for the rest."""
     requests = demo_requests()
