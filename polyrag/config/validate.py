@@ -108,22 +108,20 @@ def check_unique_keys(path: str | Path) -> None:
 def check_names(config: dict, source: str) -> None:
     """Model and judge names and language keys become file names and wildcards: ASCII letters,
     digits, '.', '_' and '-' only, checked before the schema so that the message says why."""
-    sections = {"models": "model", "judges": "judge"}
-    for section, kind in sections.items():
+    named = []  # (where in the config, what it names, the name)
+    for section, kind in {"models": "model", "judges": "judge"}.items():
         names = config.get(section)
         for name in names if isinstance(names, dict) else {}:
-            if not isinstance(name, str) or not MODEL_NAME.fullmatch(name) or "__" in name:
-                hint = " (quote it in YAML to make it text)" if not isinstance(name, str) else ""
-                shown = name if isinstance(name, str) and name.isprintable() else repr(name)  # one line
-                raise ConfigError(
-                    f"{source}: {section}.{shown}: invalid {kind} name {name!r}{hint}; names match "
-                    "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__' (it separates pairs in file names)"
-                )
+            shown = name if isinstance(name, str) and name.isprintable() else repr(name)  # one line
+            named.append((f"{section}.{shown}", kind, name))
     finetune = config.get("finetune")
-    name = finetune.get("name") if isinstance(finetune, dict) else None
-    if isinstance(name, str) and (not MODEL_NAME.fullmatch(name) or "__" in name):
-        raise ConfigError(f"{source}: finetune.name: invalid model name {name!r}; names match "
-                          "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__'")
+    if isinstance(finetune, dict) and isinstance(finetune.get("name"), str):  # other types: the schema says
+        named.append(("finetune.name", "model", finetune["name"]))
+    for where, kind, name in named:
+        if not isinstance(name, str) or not MODEL_NAME.fullmatch(name) or "__" in name:
+            hint = " (quote it in YAML to make it text)" if not isinstance(name, str) else ""
+            raise ConfigError(f"{source}: {where}: invalid {kind} name {name!r}{hint}; names match "
+                              "[A-Za-z0-9][A-Za-z0-9._-]* and never contain '__' (it separates pairs in file names)")
     languages = config.get("languages")
     for index, lang in enumerate(languages if isinstance(languages, list) else []):
         if isinstance(lang, str) and not LANGUAGE_KEY.fullmatch(lang):
