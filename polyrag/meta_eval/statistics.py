@@ -25,10 +25,15 @@ from scipy.stats import t as student_t
 from polyrag.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
 
 
+def group_keys(labels: np.ndarray, langs: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+    """One integer per (language, class) group, and the group's ``(language, label)`` at each integer."""
+    ids, keys = pd.factorize(pd.Series(list(zip(langs, labels))))
+    return ids, list(keys)
+
+
 def group_ids(labels: np.ndarray, langs: np.ndarray) -> np.ndarray:
     """One integer per (language, class) group."""
-    keys = pd.Series(list(zip(langs, labels)))
-    return pd.factorize(keys)[0]
+    return group_keys(labels, langs)[0]
 
 
 def balanced_accuracy(correct: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -16,7 +16,8 @@ import pandas as pd
 
 from polyrag.errors import DataError
 from polyrag.meta_eval.statistics import (balanced_accuracy, balanced_accuracy_interval, clustered_se, group_ids,
-                                          holm, paired_permutation_test, question_ids, recall_interval, se_note)
+                                          group_keys, holm, paired_permutation_test, question_ids, recall_interval,
+                                          se_note)
 
 KEYS = ["lang", "query_id", "sentence_id"]
 SYSTEM = ["evaluator", "prompt", "task"]
@@ -112,7 +113,7 @@ def summarise(predictions: pd.DataFrame) -> pd.DataFrame:
 
 def group_names(labels: np.ndarray, langs: np.ndarray) -> list[str]:
     """The name of each (language, class) group, in the order of ``statistics.group_ids``."""
-    return [f"{lang} {CLASSES[int(label)]}" for lang, label in pd.unique(pd.Series(list(zip(langs, labels))))]
+    return [f"{lang} {CLASSES[int(label)]}" for lang, label in group_keys(labels, langs)[1]]
 
 
 def paired_outcomes(part: pd.DataFrame, where: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
