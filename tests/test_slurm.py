@@ -16,6 +16,8 @@ import sys
 import pytest
 import yaml
 
+from .conftest import skip_unless_required
+
 pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
@@ -28,9 +30,7 @@ def slurm_cluster(repo):
         assert started.returncode == 0, started.stdout + started.stderr
         return
     reason = f"no SLURM cluster here (missing {missing or 'root to start one'}); apt-get install slurm-wlm munge"
-    if os.environ.get("POLYRAG_REQUIRE_SLURM"):
-        pytest.fail(f"{reason}: POLYRAG_REQUIRE_SLURM is set, so this test must run")
-    pytest.skip(reason)
+    skip_unless_required(reason, "POLYRAG_REQUIRE_SLURM")
 
 
 def write_config(workdir, repo):

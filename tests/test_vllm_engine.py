@@ -14,7 +14,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -27,6 +26,8 @@ from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
 from polyrag.generate.answers import build_requests
 from polyrag.llm.types import Request
+
+from .conftest import skip_unless_required
 
 pytestmark = pytest.mark.slow
 
@@ -44,10 +45,8 @@ def vllm_python() -> Path:
     python = REPO / ".venv-vllm" / "bin" / "python"
     if python.is_file():
         return python
-    message = f"the vLLM environment is not installed ({python}): run `make vllm-cpu-env`"
-    if os.environ.get("POLYRAG_REQUIRE_VLLM"):
-        pytest.fail(f"{message}; POLYRAG_REQUIRE_VLLM is set, so these tests must run")
-    pytest.skip(message)
+    skip_unless_required(f"the vLLM environment is not installed ({python}): run `make vllm-cpu-env`",
+                         "POLYRAG_REQUIRE_VLLM")
 
 
 @pytest.fixture(scope="module")

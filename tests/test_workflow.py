@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import yaml
 from scipy.stats import binomtest, kendalltau
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
-from .conftest import GEMMA_THREADS
+from .conftest import GEMMA_THREADS, skip_unless_required
 from .tiny_models import sequence_classifier
 
 # The run fixture is the whole workflow (Gemma's answers, MARS's synthetic data, two judges): about
@@ -270,10 +269,8 @@ def chromium() -> Path:
 
     if CHROMIUM.exists():
         return CHROMIUM
-    message = f"{CHROMIUM} not found: apt-get install chromium to render the report in a browser"
-    if os.environ.get("POLYRAG_SHARED_DATA"):
-        pytest.fail(f"{message} (POLYRAG_SHARED_DATA is set, so this test must run)")
-    pytest.skip(message)
+    skip_unless_required(f"{CHROMIUM} not found: apt-get install chromium to render the report in a browser",
+                         "POLYRAG_SHARED_DATA")
 
 
 def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
