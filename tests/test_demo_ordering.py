@@ -47,14 +47,19 @@ def demo(repo, tmp_path_factory):
 def test_mock_features_order_as_their_error_rates(demo):
     config, mocks, records, answers = demo
     by_error = sorted(mocks, key=lambda name: mocks[name]["error_rate"])
+    features = {(name, lang): pd.DataFrame(deterministic_features(records[lang], answers[name, lang]))
+                for name in by_error for lang in config["languages"]}
     for lang in config["languages"]:
-        means = {name: pd.DataFrame(deterministic_features(records[lang], answers[name, lang])).mean(numeric_only=True)
-                 for name in by_error}
+        means = {name: features[name, lang].mean(numeric_only=True) for name in by_error}
         for feature in ("citation_recall@10", "target_language", "answer_bleu"):
             values = [means[name][feature] for name in by_error]
             assert values == sorted(values, reverse=True), (lang, feature, values)
-        recall = [means[name]["citation_recall@10"] for name in by_error]
-        assert len(set(recall)) == len(recall), (lang, recall)  # strictly: each error rate costs recall
+    # Strictly over all languages: each error rate costs recall. Within one language of 6 questions two
+    # mocks can tie (the 3 and 5 corrupted answers of mock-50 and mock-80 may include the same number
+    # of citation corruptions; the others change the language or the answer, not what is cited).
+    recall = [pd.concat([features[name, lang] for lang in config["languages"]])["citation_recall@10"].mean()
+              for name in by_error]
+    assert recall == sorted(recall, reverse=True) and len(set(recall)) == len(recall), recall
 
 
 def test_mock_systems_rank_in_the_order_of_their_error_rates_in_every_language(demo):
