@@ -72,15 +72,18 @@ def as_fields(request: Request) -> dict:
             "max_tokens": request.max_tokens, "seed": request.seed, "stop": request.stop}
 
 
-def run_in_vllm(vllm_python, tmp_path, name, entry, requests, env=None) -> dict:
-    """``requests`` answered by polyrag's vllm backend in the vLLM environment, cached in tmp_path."""
+def run_in_vllm(vllm_python, tmp_path, name, entry, phases) -> dict:
+    """``phases`` (lists of requests, each with its response cache file name under tmp_path and
+    optional ``chunk_size``/``kill_after``) answered in order by polyrag's vllm backend in the vLLM
+    environment, on one engine (tests/vllm_engine_run.py)."""
     spec, out = tmp_path / f"{name}.spec.json", tmp_path / f"{name}.out.json"
+    phases = [{**phase, "response_cache": str(tmp_path / phase["response_cache"]),
+               "requests": [as_fields(r) for r in phase["requests"]]} for phase in phases]
     spec.write_text(json.dumps({"name": name, "entry": entry, "cache_dir": str(REPO / ".cache" / "polyrag"),
-                                "response_cache": str(tmp_path / f"{name}.sqlite"),
-                                "requests": [as_fields(r) for r in requests]}))
+                                "phases": phases}))
     result = subprocess.run([str(vllm_python), str(REPO / "tests" / "vllm_engine_run.py"), str(spec), str(out)],
                             cwd=REPO, capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(out.read_text())
 
@@ -92,6 +95,12 @@ def transformers_answers(requests, **options) -> list[str]:
                                   dtype="float32", **options)
     texts = {i: r.text for i, r in backend.stream(requests)}
     return [texts[i] for i in range(len(requests))]
+
+
+@pytest.fixture(scope="module")
+def base_answers(checkpoint) -> list[str]:
+    """The transformers backend's greedy answers to demo_requests(), which three tests compare with."""
+    return transformers_answers(demo_requests())
 
 
 def common_prefix_tokens(a: str, b: str) -> int:
@@ -110,31 +119,54 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_the_real_engine_answers_caches_and_agrees_with_transformers(vllm_python, checkpoint, tmp_path):
-    """The demo's Gemma prompts through VLLMBackend (package -> checkpoint, completion prompts with
-    the response prefix, stop strings): answered, cached, answered from the cache on a rerun with the
-    engine untouched, greedy answers equal to the transformers backend's on the same checkpoint, and
-    a prompt longer than the context a failed row while the others are answered."""
+TOO_LONG = Request(prompt="word " * (CONTEXT + 10), temperature=0.0, max_tokens=8)
+
+
+@pytest.fixture(scope="module")
+def base_engine(vllm_python, checkpoint, tmp_path_factory) -> dict:
+    """The demo's Gemma prompts through VLLMBackend on one engine (package -> checkpoint, completion
+    prompts with the response prefix, stop strings), in four phases: answered (with a prompt longer
+    than the context), answered again from the same cache; then with a new cache in chunks of 2 and
+    an engine that dies after the first chunk, and the rerun."""
     requests = demo_requests()
-    too_long = Request(prompt="word " * (CONTEXT + 10), temperature=0.0, max_tokens=8)
     entry = {"backend": "vllm", "package": PACKAGE, **ENGINE}
-    first = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, [*requests, too_long])
-    assert first["identity"].startswith(f"{PACKAGE}==") and "+dtype=float32" in first["identity"]
+    return run_in_vllm(vllm_python, tmp_path_factory.mktemp("vllm"), "gemma-vllm", entry, [
+        {"requests": [*requests, TOO_LONG], "response_cache": "answers.sqlite"},
+        {"requests": requests, "response_cache": "answers.sqlite"},
+        {"requests": requests, "response_cache": "dead.sqlite", "chunk_size": 2, "kill_after": 1},
+        {"requests": requests, "response_cache": "dead.sqlite", "chunk_size": 2},
+    ])
+
+
+def test_the_real_engine_answers_caches_and_agrees_with_transformers(base_engine, base_answers):
+    """Answered, cached, answered from the cache on a rerun with the engine untouched, greedy answers
+    equal to the transformers backend's on the same checkpoint, and a prompt longer than the context a
+    failed row while the others are answered."""
+    first, again = base_engine["phases"][:2]
+    assert base_engine["identity"].startswith(f"{PACKAGE}==") and "+dtype=float32" in base_engine["identity"]
     *answers, long_row = first["responses"]
     assert all(a["text"] and a["error"] is None and not a["cached"] for a in answers), answers
     assert long_row["text"] is None
     assert long_row["error"].startswith("prompt of ") and long_row["error"].endswith(f"context of {CONTEXT}")
 
-    again = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests)
     assert [a["text"] for a in again["responses"]] == [a["text"] for a in answers]
     assert all(a["cached"] for a in again["responses"])
 
-    expected = transformers_answers(requests)
+    expected = base_answers
     vllm_texts = [a["text"] for a in answers]
     shared = [common_prefix_tokens(v, t) for v, t in zip(vllm_texts, expected)]
     print("vllm:", vllm_texts, "\ntransformers:", expected, "\nshared words:", shared,
-          "\nengine start s:", first["engine_start_s"], "generate s:", first["generate_s"])
+          "\nengine start s:", base_engine["engine_start_s"], "generate s:", first["generate_s"])
     assert vllm_texts == expected
+
+
+def test_a_dead_engine_fails_the_job_after_caching_what_arrived(base_engine):
+    """The real engine answers the first chunk, then raises: the job fails with the backend's message
+    after the first chunk's answers are cached; the rerun asks only for the rest."""
+    dead, rerun = base_engine["phases"][2:]
+    assert dead["failed"].startswith(f"vllm test: the vllm engine of {base_engine['identity']} failed: RuntimeError: "
+                                     "engine core died; 2 of 4 new responses arrived and are cached")
+    assert [a["cached"] for a in rerun["responses"]] == [True, True, False, False]
 
 
 @pytest.fixture(scope="module")
@@ -157,35 +189,25 @@ def random_adapter(checkpoint, tmp_path_factory) -> Path:
     return folder
 
 
-def test_the_adapter_through_lora_request_answers_as_peft_merged(vllm_python, random_adapter, tmp_path):
+def test_the_adapter_through_lora_request_answers_as_peft_merged(vllm_python, random_adapter, base_answers,
+                                                                  tmp_path):
     """The adapter served by vLLM (enable_lora, a LoRARequest on every request) against PEFT's merged
     model in the transformers backend: the same greedy answers, and not the base model's."""
     requests = demo_requests()
     entry = {"backend": "vllm", "package": PACKAGE, "adapter": str(random_adapter), "max_lora_rank": 8, **ENGINE}
-    served = run_in_vllm(vllm_python, tmp_path, "gemma-vllm-lora", entry, requests)
+    served = run_in_vllm(vllm_python, tmp_path, "gemma-vllm-lora", entry,
+                         [{"requests": requests, "response_cache": "answers.sqlite"}])
     assert served["identity"].startswith(f"{PACKAGE}==") and "+lora:" in served["identity"]
-    lora_texts = [a["text"] for a in served["responses"]]
+    lora_texts = [a["text"] for a in served["phases"][0]["responses"]]
     merged = transformers_answers(requests, adapter=str(random_adapter))
-    base = transformers_answers(requests)
+    base = base_answers
     print("vllm+lora:", lora_texts, "\npeft merged:", merged, "\nbase:", base,
           "\nshared words with merged:", [common_prefix_tokens(v, t) for v, t in zip(lora_texts, merged)])
     assert lora_texts != base
     assert lora_texts == merged
 
 
-def test_a_dead_engine_fails_the_job_after_caching_what_arrived(vllm_python, checkpoint, tmp_path):
-    """The real engine answers the first chunk, then raises: the job fails with the backend's message
-    after the first chunk's answers are cached; the rerun asks only for the rest."""
-    requests = demo_requests()
-    entry = {"backend": "vllm", "package": PACKAGE, "chunk_size": 2, **ENGINE}
-    dead = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests, env={"POLYRAG_VLLM_KILL_AFTER": "1"})
-    assert dead["failed"].startswith(f"vllm test: the vllm engine of {dead['identity']} failed: RuntimeError: "
-                                     "engine core died; 2 of 4 new responses arrived and are cached")
-    rerun = run_in_vllm(vllm_python, tmp_path, "gemma-vllm", entry, requests)
-    assert [a["cached"] for a in rerun["responses"]] == [True, True, False, False]
-
-
-def test_the_openai_server_of_vllm_through_the_openai_backend(vllm_python, checkpoint, tmp_path):
+def test_the_openai_server_of_vllm_through_the_openai_backend(vllm_python, checkpoint, base_answers, tmp_path):
     """``vllm.entrypoints.openai.api_server`` on 127.0.0.1 answers the demo prompts through polyrag's
     openai backend (completions endpoint) as the transformers backend does."""
     from polyrag.llm.cache import ResponseCache
@@ -219,7 +241,7 @@ def test_the_openai_server_of_vllm_through_the_openai_backend(vllm_python, check
     finally:
         server.terminate()
         server.wait(timeout=60)
-    expected = transformers_answers(requests)
+    expected = base_answers
     print("vllm server:", texts, "\nshared words:", [common_prefix_tokens(v, t) for v, t in zip(texts, expected)])
     assert texts == expected
 

