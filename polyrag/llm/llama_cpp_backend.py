@@ -93,6 +93,7 @@ class LlamaCppBackend(Backend):
         mode: str = "chat",
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         seed: int = 0,
     ):
         try:
@@ -105,7 +106,9 @@ class LlamaCppBackend(Backend):
         if adapter or adapter_modules:
             path = merged_model(path, adapter, adapter_modules, cache_dir)
         self.identity = with_options(f"{path.name}#{file_fingerprint(path)}", mode=None if mode == "chat" else mode)
-        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        # n_threads for the prompt too: llama-cpp-python's default reads it on every core of the machine
+        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                   n_threads_batch=n_threads_batch or n_threads, seed=seed, verbose=False)
         self.chat = mode == "chat" and bool(self.llm.metadata.get("tokenizer.chat_template"))
 
     def _complete(self, request: Request) -> Response:
