@@ -171,7 +171,8 @@ def main() -> None:
         for loaded in (False, True):  # idle then loaded, back to back: the machine's own load drifts
             row = run_setting(name, setting, answers, loaded, timeout)
             reference = reference or row["texts"]
-            row["identical"] = row["texts"] == reference[:len(row["texts"])]
+            # None: no answer to compare (the cell was stopped before its first)
+            row["identical"] = row["texts"] == reference[:len(row["texts"])] if row["texts"] and reference else None
             rows.append(row)
             print(f"  {name:<40} {row['load']:<18} {cell(mean(row['seconds']), row['timed_out'], 7)} s/answer "
                   f"{mean(row['cpu_seconds']):6.2f} CPU-s/answer  load avg {row['loadavg']}", flush=True)
@@ -182,9 +183,14 @@ def main() -> None:
         ratio = "?" if idle["timed_out"] else cell(mean(busy["seconds"]) / mean(idle["seconds"]), busy["timed_out"], 7)
         print(f"{idle['setting']:<40} {cell(mean(idle['seconds']), idle['timed_out'], 14)} "
               f"{cell(mean(busy['seconds']), busy['timed_out'], 10)} {ratio:>7} {mean(idle['cpu_seconds']):11.2f} "
-              f"{mean(busy['cpu_seconds']):6.2f}  {'yes' if idle['identical'] and busy['identical'] else 'NO':<9}  "
+              f"{mean(busy['cpu_seconds']):6.2f}  {identical(idle['identical'], busy['identical']):<9}  "
               f"{idle['loadavg']}; {busy['loadavg']}")
     print(f"uptime: {uptime()}")
+
+
+def identical(*cells: bool | None) -> str:
+    known = [cell for cell in cells if cell is not None]
+    return "-" if not known else "yes" if all(known) else "NO"
 
 
 def uptime() -> str:
