@@ -4,7 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.polyrag-installed
-CORES ?= 2
+# Every core of this machine (os.cpu_count: nproc on Linux, hw.ncpu on macOS); `make demo CORES=2`
+# leaves the others free. A job gets the threads its rule asks for, capped at CORES, and llama.cpp and
+# torch run on exactly those (polyrag.llm.factory).
+CORES ?= $(shell $(PYTHON) -c 'import os; print(os.cpu_count())')
 
 .PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env clean
 

@@ -301,6 +301,12 @@ def time_filter_entry(wildcards):
     return {"name": name, "entry": config["models"][name]}
 
 
+def time_filter_threads(wildcards):
+    """The time-filter model's threads (its llama.cpp or torch threads follow them); 1 without one."""
+    time_filter = time_filter_entry(wildcards)
+    return 1 if time_filter is None else model_resources(time_filter["entry"])["threads"]
+
+
 def evaluated_question_files(wildcards):
     """Data files whose questions MARS's XQuAD gold data must not reuse (only XQuAD can collide)."""
     if config["data"]["source"] != "xquad":

@@ -15,6 +15,7 @@ rule select_questions:
         "logs/data/{lang}.log",
     benchmark:
         "results/benchmarks/data/{lang}.tsv"
+    threads: time_filter_threads
     resources:
         mem_mb=8000,
         runtime=120,

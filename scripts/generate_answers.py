@@ -14,7 +14,8 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     model, settings = sm.wildcards.model, sm.params.settings
     questions = dict(zip(sm.params.languages, sm.input.questions))
-    llm = open_llm(model, backend_options(sm.params.entry), cache_dir=sm.params.cache_dir, seed=settings["seed"])
+    llm = open_llm(model, backend_options(sm.params.entry), cache_dir=sm.params.cache_dir, seed=settings["seed"],
+                   threads=sm.threads)
     try:
         for lang, output in zip(sm.params.languages, sm.output):
             logging.getLogger("polyrag").info("answering the %s questions", lang)

@@ -31,7 +31,8 @@ def main() -> None:
     if not pairs:  # a round after the arena stopped: nothing to judge, no judge to open
         write_games([], sm.output[0])
         return
-    judge = open_pair_judge(sm.wildcards.judge, sm.params.judge, sm.params.cache_dir, sm.params.judging)
+    judge = open_pair_judge(sm.wildcards.judge, sm.params.judge, sm.params.cache_dir, sm.params.judging,
+                            threads=sm.threads)
     games = {}  # output path: rows, in the order of the pairs
     try:
         by_language = {}

@@ -14,7 +14,7 @@ def main() -> None:
     settings = {key: options[key] for key in ("max_attempts", "max_failure_fraction", "temperature", "max_tokens")}
     settings["seed"] = sm.params.seed
     llm = open_llm(sm.params.judge["name"], backend_options(sm.params.judge["entry"]), cache_dir=sm.params.cache_dir,
-                   seed=sm.params.seed)
+                   seed=sm.params.seed, threads=sm.threads)
     try:
         for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
             write_features(llm_scores(llm, records, answers, settings), list(TEMPLATES), output)

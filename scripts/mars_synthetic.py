@@ -37,7 +37,8 @@ def main() -> None:
     examples = tuple(truncate_examples(e, mars["few_shot"]["max_tokens"], embedder) for e in examples)
     corpus = corpus_passages(sm, gold, embedder, mars["corpus"]["max_tokens"])
     generator = sm.params.generator
-    llm = open_llm(generator["name"], backend_options(generator["entry"]), cache_dir=sm.params.cache_dir, seed=seed)
+    llm = open_llm(generator["name"], backend_options(generator["entry"]), cache_dir=sm.params.cache_dir, seed=seed,
+                   threads=sm.threads)
     try:
         settings = {**mars["generation"], "second_languages": mars["second_languages"]}
         table, stats = generate_synthetic(llm, generator["entry"], pair, corpus, examples, settings, embedder, seed)

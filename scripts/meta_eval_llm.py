@@ -13,7 +13,7 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     settings = sm.params.settings
     llm = open_llm(sm.wildcards.judge, backend_options(sm.params.judge), cache_dir=sm.params.cache_dir,
-                   seed=sm.params.seed)
+                   seed=sm.params.seed, threads=sm.threads)
     try:
         for sentences, output in zip(sm.input, sm.output, strict=True):
             predictions = llm_predictions(llm, pd.read_parquet(sentences), settings["tasks"], settings["prompts"], settings)

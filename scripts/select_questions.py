@@ -14,7 +14,7 @@ def main() -> None:
     llm = None
     if time_filter:
         llm = open_llm(time_filter["name"], backend_options(time_filter["entry"]), cache_dir=params.cache_dir,
-                       seed=params.seed)
+                       seed=params.seed, threads=snakemake.threads)  # noqa: F821
     try:
         records = select_questions(config, snakemake.wildcards.lang, time_filter_llm=llm)  # noqa: F821
     finally:

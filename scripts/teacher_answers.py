@@ -15,7 +15,7 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     settings = sm.params.settings
     llm = open_llm(sm.params.teacher, backend_options(sm.params.entry), cache_dir=sm.params.cache_dir,
-                   seed=settings["seed"])
+                   seed=settings["seed"], threads=sm.threads)
     try:
         for lang, questions, output in zip(sm.params.languages, sm.input.questions, sm.output):
             logging.getLogger("polyrag").info("teacher %s: answering the %s training questions", sm.params.teacher, lang)

@@ -39,7 +39,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert wrong_language_source(mock, "de-en", ["de", "de-en", "en-de"]) == "en-de"
     assert generation_settings(config, "gemma-270m")["max_tokens"] == 64  # model override
     assert generation_settings(config, "mock-20")["max_tokens"] == 256  # global value
-    assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2}
+    assert model_resources(config["models"]["gemma-270m"]) == {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 4}
     # The Gemma judge: its own sampling over judging:'s, on three contestants; the panel on the pairs
     # both its members judge.
     gemma = judging_settings(config, "gemma-judge")

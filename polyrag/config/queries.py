@@ -13,7 +13,7 @@ from polyrag.mars.labels import pair_of_language_key
 BACKEND_RESOURCES: dict[str, dict[str, int]] = {
     "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
     "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
-    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 2},
+    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 4},
     "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
     "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
     "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},

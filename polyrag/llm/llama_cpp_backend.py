@@ -17,6 +17,15 @@ re-quantisation or another adapter is a new model; ``mode: completion`` is added
 A model without a chat template (a base model like Gemma 270M) gets chat messages as plain text
 (``messages_to_text``), as the ``transformers`` backend gives them, rather than llama.cpp's default
 chat format.
+
+Threads: ``n_threads`` decode and read the prompt (``n_threads_batch``, by default the same; the
+workflow passes the job's granted threads, ``polyrag.llm.factory``). They meet at a barrier after
+every operation of every layer, which in llama-cpp-python's Linux build is OpenMP's (libgomp). A
+thread that arrives first spins there before it sleeps, 300,000 rounds by default: when another
+process wants a core, the spinning thread holds a core that the thread it waits for needs, and
+Gemma 270M took 117 s instead of 6 s for an answer (docs/llm.md#cpu-threads). The backend therefore
+loads llama.cpp with ``OMP_WAIT_POLICY=passive`` (sleep at once) unless the environment sets it;
+libgomp reads it once, when it loads, so it holds for the whole process.
 """
 
 from __future__ import annotations
@@ -38,6 +47,18 @@ log = logging.getLogger(__name__)
 
 # llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+
+#: OMP_WAIT_POLICY for llama.cpp's threads where the environment sets none (the module docstring).
+WAIT_POLICY = "passive"
+
+
+def import_llama_cpp():
+    """``llama_cpp``, its OpenMP runtime loaded with OMP_WAIT_POLICY=WAIT_POLICY unless the
+    environment says otherwise (``OMP_WAIT_POLICY=active`` on cores nothing else wants)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
+    import llama_cpp
+
+    return llama_cpp
 
 
 def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
@@ -93,10 +114,11 @@ class LlamaCppBackend(Backend):
         mode: str = "chat",
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         seed: int = 0,
     ):
         try:
-            import llama_cpp
+            llama_cpp = import_llama_cpp()
         except ImportError as error:
             raise BackendUnavailable(f"backend 'llama_cpp' needs llama-cpp-python: pip install llama-cpp-python ({error})") from error
         path = Path(model_path) if model_path else gguf_from_package(package, cache_dir)
@@ -105,7 +127,9 @@ class LlamaCppBackend(Backend):
         if adapter or adapter_modules:
             path = merged_model(path, adapter, adapter_modules, cache_dir)
         self.identity = with_options(f"{path.name}#{file_fingerprint(path)}", mode=None if mode == "chat" else mode)
-        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        # n_threads for the prompt too: llama-cpp-python's default reads it on every core of the machine
+        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                   n_threads_batch=n_threads_batch or n_threads, seed=seed, verbose=False)
         self.chat = mode == "chat" and bool(self.llm.metadata.get("tokenizer.chat_template"))
 
     def _complete(self, request: Request) -> Response:

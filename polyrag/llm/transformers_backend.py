@@ -75,6 +75,7 @@ class TransformersBackend(Backend):
         dtype: str = "auto",
         batch_size: int = 8,
         trust_remote_code: bool = False,
+        threads: int | None = None,
     ):
         try:
             import torch
@@ -87,6 +88,8 @@ class TransformersBackend(Backend):
         if (model is None) == (package is None):
             raise ValueError("backend 'transformers' needs exactly one of `model` (a Hub id or folder) or `package`")
         self._torch = torch
+        if threads:  # the job's granted threads (OMP_NUM_THREADS says the same under Snakemake)
+            torch.set_num_threads(threads)
         lora = adapter_digest(adapter) if adapter else None  # a missing adapter file fails before the model loads
         if package:
             from polyrag.llm.gguf_checkpoint import checkpoint_from_gguf_package
