@@ -100,7 +100,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c["finetune"].update(name="sft\n"), "finetune.name: invalid model name 'sft\\n'"),
         (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
         (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
-         "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'es', 'hi', 'ar', 'zh']"),
+         "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'hi', 'zh']"),
         (lambda c: c["data"].update(source="mirage_bench"),
          "judges.reference.weights.similarity: the reference judge 'reference' compares answers with the reference "
          "answer, which data.source mirage_bench does not have; set judges.reference.weights.similarity: 0"),

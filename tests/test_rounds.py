@@ -45,14 +45,15 @@ def test_demo_budget_rounds(demo_config, repo):
     assert sorted(round_judges(config)) == ["cite-check", "reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
-    # 6 models (the fine-tuned student included) x 12 questions: 180 units; half is 90 = 18 (a
-    # 6-cycle x 3 questions) + 27 + 41 + the 4 left of round 3's 61
-    budget = 6 * 5 // 2 * 12 // 2
-    spent, rounds = round_zero_units(6, settings), 1
+    # 7 models (the fine-tuned student and its control included) x 6 questions: 126 units; half is
+    # 63 = 21 (a 7-cycle x 3 questions) + 32 + the 10 left of round 2's 48
+    assert len(config["models"]) == 7 and config["data"]["arena_queries"] == 6
+    budget = 7 * 6 // 2 * 6 // 2
+    spent, rounds = round_zero_units(7, settings), 1
     while spent < budget:
-        spent, rounds = spent + round_units(6, settings, rounds), rounds + 1
-    assert round_zero_units(6, settings) == 18 and round_units(6, settings, 1) == 27
-    assert rounds == 4 == judge_round_count(config, "reference", "en")
+        spent, rounds = spent + round_units(7, settings, rounds), rounds + 1
+    assert round_zero_units(7, settings) == 21 and round_units(7, settings, 1) == 32
+    assert rounds == 3 == judge_round_count(config, "reference", "en")
 
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
@@ -125,6 +126,7 @@ def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
     from polyrag.arena.rounds import models_at, placement_round
 
     del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
+    demo_config["data"].update(max_questions=12, arena_queries=12)  # 12 questions: rounds of 3 have room to grow
     demo_config["arena"]["budget"] = {"share": 0.5}
     demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}
     config = check(demo_config, repo)
