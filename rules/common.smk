@@ -233,9 +233,28 @@ def llm_feature_resource(name):
     return lambda wildcards, attempt: model_resources(config["judges"][config["features"]["llm"]["judge"]], attempt)[name]
 
 
+def reads_answer_languages(judge):
+    return judge_kind(config["judges"][judge], judge).reads_answer_languages
+
+
+def answer_language_path(model, lang):
+    """Where a judge that scores languages reads each answer's: its deterministic features."""
+    return f"results/features/{model}/{lang}/deterministic.parquet"
+
+
+def answer_language_files(wildcards):
+    """The answer-language files of a judging job's models (none for a judge that reads none)."""
+    if not reads_answer_languages(wildcards.judge):
+        return []
+    if "k" in wildcards.keys():  # judge_round
+        return [answer_language_path(model, wildcards.lang) for model in round_models(wildcards)]
+    return [answer_language_path(model, lang) for model in (wildcards.model_a, wildcards.model_b) for lang in LANGUAGES]
+
+
 def pair_files(judge, lang, model_a, model_b):
-    """Where the judge_pairs script reads one pair's answers and writes its games."""
-    return {
+    """Where the judge_pairs script reads one pair's answers (and, for a judge that scores
+    languages, the answers' detected languages) and writes its games."""
+    files = {
         "lang": lang,
         "model_a": model_a,
         "model_b": model_b,
@@ -244,6 +263,9 @@ def pair_files(judge, lang, model_a, model_b):
         "answers_b": f"results/answers/{model_b}/{lang}.parquet",
         "output": games_path(judge, lang, model_a, model_b),
     }
+    if reads_answer_languages(judge):
+        files |= {"languages_a": answer_language_path(model_a, lang), "languages_b": answer_language_path(model_b, lang)}
+    return files
 
 
 def judge_entry(wildcards):
