@@ -237,18 +237,17 @@ def reads_answer_languages(judge):
     return judge_kind(config["judges"][judge], judge).reads_answer_languages
 
 
-def answer_language_path(model, lang):
-    """Where a judge that scores languages reads each answer's: its deterministic features."""
-    return f"results/features/{model}/{lang}/deterministic.parquet"
+def answer_language_path(model):
+    """Where a judge that scores languages reads each answer's: written by the deterministic features."""
+    return f"results/features/{model}/answer_languages.parquet"
 
 
 def answer_language_files(wildcards):
     """The answer-language files of a judging job's models (none for a judge that reads none)."""
     if not reads_answer_languages(wildcards.judge):
         return []
-    if "k" in wildcards.keys():  # judge_round
-        return [answer_language_path(model, wildcards.lang) for model in round_models(wildcards)]
-    return [answer_language_path(model, lang) for model in (wildcards.model_a, wildcards.model_b) for lang in LANGUAGES]
+    models = round_models(wildcards) if "k" in wildcards.keys() else [wildcards.model_a, wildcards.model_b]
+    return [answer_language_path(model) for model in models]
 
 
 def pair_files(judge, lang, model_a, model_b):
@@ -264,7 +263,7 @@ def pair_files(judge, lang, model_a, model_b):
         "output": games_path(judge, lang, model_a, model_b),
     }
     if reads_answer_languages(judge):
-        files |= {"languages_a": answer_language_path(model_a, lang), "languages_b": answer_language_path(model_b, lang)}
+        files |= {"languages_a": answer_language_path(model_a), "languages_b": answer_language_path(model_b)}
     return files
 
 

@@ -48,8 +48,8 @@ def main() -> None:
                 records, answers_a = read_aligned(pair["questions"], pair["answers_a"])
                 _, answers_b = read_aligned(pair["questions"], pair["answers_b"])
                 if "languages_a" in pair:  # detected once per answer, by its features job
-                    answers_a = with_answer_languages(answers_a, pair["languages_a"])
-                    answers_b = with_answer_languages(answers_b, pair["languages_b"])
+                    answers_a = with_answer_languages(answers_a, pair["languages_a"], lang)
+                    answers_b = with_answer_languages(answers_b, pair["languages_b"], lang)
                 items = arena_items(records, answers_a, answers_b, sm.params.judging["max_questions"])
                 if "query_ids" in pair:  # a round judges its units only
                     items = [item for item in items if str(item[0]["query_id"]) in pair["query_ids"]]

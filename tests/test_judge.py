@@ -87,18 +87,18 @@ def test_reference_judge_without_similarity_needs_no_reference_answer(hindi):
 def test_reference_judge_scores_the_language_its_features_detected(hindi, tmp_path):
     """The judge reads each answer's language from the deterministic features file (detected once
     per answer), and its language part is what the detector gives that answer's text."""
-    from polyrag.features.deterministic import COLUMNS, deterministic_features
+    from polyrag.features.deterministic import deterministic_features
     from polyrag.features.language import language_probabilities
-    from polyrag.features.table import write_features
     from polyrag.generate.parsing import strip_citations
-    from polyrag.judge.reference import with_answer_languages
+    from polyrag.judge.reference import with_answer_languages, write_answer_languages
 
     records, english = hindi
     answers = [{**perfect(r), "answer": e["reference_answer"] if i % 2 else r["reference_answer"]}
                for i, (r, e) in enumerate(zip(records, english))]
-    path = tmp_path / "deterministic.parquet"
-    write_features(deterministic_features(records, answers), COLUMNS, path)
-    read = with_answer_languages(answers, str(path))
+    path = tmp_path / "answer_languages.parquet"
+    other = [{"lang": "en", "query_id": r["query_id"], "target_language": 0.5} for r in records]  # another language's
+    write_answer_languages(other + [{"lang": "hi", **row} for row in deterministic_features(records, answers)], path)
+    read = with_answer_languages(answers, str(path), "hi")
     rows = judge_with_reference(arena_items(records, read, read), "a", "b", REFERENCE)
     for record, answer, row in zip(records[:3], answers, rows[::2]):
         text = strip_citations(answer["answer"], [p["docid"] for p in record["passages"]])
@@ -107,7 +107,7 @@ def test_reference_judge_scores_the_language_its_features_detected(hindi, tmp_pa
     with pytest.raises(DataError, match="reads the answer's language from its deterministic features"):
         judge_with_reference(arena_items(records, answers, read), "a", "b", REFERENCE)
     with pytest.raises(DataError, match="no row for questions"):
-        with_answer_languages([{**answers[0], "query_id": "elsewhere"}], str(path))
+        with_answer_languages([{**answers[0], "query_id": "elsewhere"}], str(path), "hi")
 
 
 def test_an_answer_without_letters_scores_no_language(hindi):

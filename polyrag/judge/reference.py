@@ -6,7 +6,7 @@ Each answer gets a score, a weighted sum of three parts in [0, 1]:
   citation    share of its cited docids that are relevant (0 when it cites nothing),
   language    probability that it is written in the question's language: the answer's
               ``target_language`` as the deterministic features detected it (langid / lingua,
-              ``features/language.py``), read from results/features/{model}/{lang}/deterministic.parquet;
+              ``features/language.py``), read from results/features/{model}/answer_languages.parquet;
               0 for an answer without a letter (no evidence of any language, a null feature).
 Citations are removed before the text parts are computed. An answer's language is detected once,
 by its features job, not again by each of the pairs it is in (19 at 20 models). The higher score wins when the
@@ -17,6 +17,9 @@ order, so both orders of a pair get the same verdict.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polyrag.errors import DataError
@@ -28,13 +31,22 @@ from polyrag.generate.parsing import strip_citations
 ANSWER_LANGUAGE = "target_language"
 
 
-def with_answer_languages(answers: list[dict], features_path: str) -> list[dict]:
-    """``answers`` with each one's ``target_language`` from its deterministic features file."""
-    table = pq.read_table(features_path, columns=["query_id", ANSWER_LANGUAGE])
+def write_answer_languages(rows: list[dict], path: str | Path) -> None:
+    """Each answer's ``target_language`` in every language of one model (rows: ``lang``,
+    ``query_id`` and the deterministic features), the file a judge reads."""
+    schema = pa.schema([("lang", pa.string()), ("query_id", pa.string()), (ANSWER_LANGUAGE, pa.float64())])
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([{name: row[name] for name in schema.names} for row in rows], schema=schema), path)
+
+
+def with_answer_languages(answers: list[dict], languages_path: str, lang: str) -> list[dict]:
+    """``answers`` (to the questions of language key ``lang``) with each one's ``target_language``
+    from its model's answer-languages file (``write_answer_languages``)."""
+    table = pq.read_table(languages_path, filters=[("lang", "=", lang)], columns=["query_id", ANSWER_LANGUAGE])
     languages = dict(zip(table.column("query_id").to_pylist(), table.column(ANSWER_LANGUAGE).to_pylist()))
     missing = [a["query_id"] for a in answers if a["query_id"] not in languages]
     if missing:
-        raise DataError(f"{features_path} has no row for questions {missing[:5]}: rerun the deterministic features")
+        raise DataError(f"{languages_path} has no row for questions {missing[:5]} in {lang}: rerun the deterministic features")
     return [{**a, ANSWER_LANGUAGE: languages[a["query_id"]]} for a in answers]
 
 
