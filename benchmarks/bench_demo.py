@@ -45,12 +45,14 @@ def stage_of(relative: Path) -> str:
     return "/".join(parts[: 1 + STAGE_DEPTH.get(parts[0], 0)]).removesuffix(".tsv")
 
 
-def stage_table(run_dir: Path) -> pd.DataFrame:
+def stage_table(run_dir: Path, stage=stage_of) -> pd.DataFrame:
+    """Jobs, wall and CPU seconds per stage (``stage``: a benchmark file's path under
+    results/benchmarks to its stage's name), and a last row over all jobs."""
     root = run_dir / "results" / "benchmarks"
     rows = []
     for path in sorted(root.rglob("*.tsv")):
         record = pd.read_csv(path, sep="\t").iloc[0]
-        rows.append({"stage": stage_of(path.relative_to(root)), "wall_s": record["s"], "cpu_s": record["cpu_time"]})
+        rows.append({"stage": stage(path.relative_to(root)), "wall_s": record["s"], "cpu_s": record["cpu_time"]})
     if not rows:
         sys.exit(f"no benchmark files under {root}: run the demo first (or pass --run)")
     jobs = pd.DataFrame(rows)

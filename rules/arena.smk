@@ -167,6 +167,7 @@ rule surrogate:
         models=MODELS,
         surrogate=config["arena"]["surrogate"],
         seed=config["seed"],
+        cache_dir=config["cache_dir"],
     log:
         "logs/arena/{judge}/{lang}/surrogate.log",
     benchmark:

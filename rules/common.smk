@@ -233,9 +233,27 @@ def llm_feature_resource(name):
     return lambda wildcards, attempt: model_resources(config["judges"][config["features"]["llm"]["judge"]], attempt)[name]
 
 
+def reads_answer_languages(judge):
+    return judge_kind(config["judges"][judge], judge).reads_answer_languages
+
+
+def answer_language_path(model):
+    """Where a judge that scores languages reads each answer's: written by the deterministic features."""
+    return f"results/features/{model}/answer_languages.parquet"
+
+
+def answer_language_files(wildcards):
+    """The answer-language files of a judging job's models (none for a judge that reads none)."""
+    if not reads_answer_languages(wildcards.judge):
+        return []
+    models = round_models(wildcards) if "k" in wildcards.keys() else [wildcards.model_a, wildcards.model_b]
+    return [answer_language_path(model) for model in models]
+
+
 def pair_files(judge, lang, model_a, model_b):
-    """Where the judge_pairs script reads one pair's answers and writes its games."""
-    return {
+    """Where the judge_pairs script reads one pair's answers (and, for a judge that scores
+    languages, the answers' detected languages) and writes its games."""
+    files = {
         "lang": lang,
         "model_a": model_a,
         "model_b": model_b,
@@ -244,6 +262,9 @@ def pair_files(judge, lang, model_a, model_b):
         "answers_b": f"results/answers/{model_b}/{lang}.parquet",
         "output": games_path(judge, lang, model_a, model_b),
     }
+    if reads_answer_languages(judge):
+        files |= {"languages_a": answer_language_path(model_a), "languages_b": answer_language_path(model_b)}
+    return files
 
 
 def judge_entry(wildcards):

@@ -10,7 +10,12 @@ rule deterministic_features:
         questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
         answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
     output:
-        expand("results/features/{{model}}/{lang}/deterministic.parquet", lang=LANGUAGES),
+        tables=expand("results/features/{{model}}/{lang}/deterministic.parquet", lang=LANGUAGES),
+        # each answer's detected language in every language, in one file: what a judge that scores
+        # languages reads (two inputs per pair job rather than two per language)
+        languages="results/features/{model}/answer_languages.parquet",
+    params:
+        languages=LANGUAGES,
     log:
         "logs/features/{model}/deterministic.log",
     benchmark:

@@ -14,6 +14,7 @@ rule judge_pair:
         questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
         answers_a=expand("results/answers/{{model_a}}/{lang}.parquet", lang=LANGUAGES),
         answers_b=expand("results/answers/{{model_b}}/{lang}.parquet", lang=LANGUAGES),
+        languages=answer_language_files,
         recorded=recorded_verdict_files,
     output:
         expand("results/judgments/{{judge}}/{lang}/{{model_a}}__{{model_b}}.parquet", lang=LANGUAGES),
@@ -102,6 +103,7 @@ rule judge_round:
         units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
         questions="results/data/{lang}.parquet",
         answers=lambda wildcards: expand("results/answers/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang),
+        languages=answer_language_files,
         recorded=recorded_verdict_files,
     output:
         "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet",

@@ -5,6 +5,7 @@ from polyrag.features.embedding import e5_store, embedding_similarity
 from polyrag.features.table import read_aligned_languages, write_features
 from polyrag.generate.parsing import strip_citations
 from polyrag.logs import run_logged
+from polyrag.progress import progress
 
 
 def clean(text, record):
@@ -14,11 +15,16 @@ def clean(text, record):
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     store = e5_store(sm.params.cache_dir)
-    for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
-        similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
-                                          [clean(r["reference_answer"], r) for r in records], store)
-        rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
-        write_features(rows, ["embedding_similarity"], output)
+    # a line every 15 s for the whole job, languages done of all: one language's batch is often too
+    # small for the embedding's own bar (texts already in the store are not embedded), so a long job
+    # could log nothing for minutes
+    with progress(total=len(sm.output), desc="embedding similarity", unit="language") as bar:
+        for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
+            similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
+                                              [clean(r["reference_answer"], r) for r in records], store)
+            rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
+            write_features(rows, ["embedding_similarity"], output)
+            bar.update(1)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from polyrag.arena.surrogate import surrogate
+from polyrag.arena.surrogate import surrogate, surrogate_store
 from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.seeds import stable_seed
@@ -19,7 +19,8 @@ def main() -> None:
         features, read_table(sm.input.bradley_terry), pd.read_parquet(sm.input.bootstrap),
         pd.read_parquet(sm.input.tournaments), questions.loc[questions["arena"], "query_id"].astype(str).tolist(),
         settings["regressor"], settings["params"], settings["holdout_models"], settings["holdout_repeats"],
-        stable_seed(sm.params.seed, "surrogate", sm.wildcards.judge, sm.wildcards.lang) % 2**32, sm.threads)
+        stable_seed(sm.params.seed, "surrogate", sm.wildcards.judge, sm.wildcards.lang) % 2**32, sm.threads,
+        surrogate_store(sm.params.cache_dir))
     table.to_csv(sm.output.table, index=False)
     samples.to_parquet(sm.output.bootstrap, index=False)
     model_features.to_csv(sm.output.features, index=False)

@@ -19,6 +19,15 @@ TORCH_TEST_DEVICE = os.environ.get("POLYRAG_TEST_DEVICE", "cpu")
 ON_CUDA = TORCH_TEST_DEVICE.startswith("cuda")
 
 
+def with_detected_languages(records: list[dict], answers: list[dict]) -> list[dict]:
+    """``answers`` with their ``target_language`` as the workflow gives it to the reference judge:
+    from the answers' deterministic features."""
+    from polyrag.features.deterministic import deterministic_features
+
+    rows = deterministic_features(records, answers)
+    return [{**answer, "target_language": row["target_language"]} for answer, row in zip(answers, rows)]
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -372,6 +372,52 @@ def test_surrogate_is_seeded():
     assert first[2] == second[2]
 
 
+def test_tournament_averages_are_the_weighted_means_of_each_models_answers():
+    """Checked against pandas' own weighted means, null answers skipped per feature."""
+    from polyrag.arena.surrogate import aligned_values, averaged
+
+    features, _, _, tournaments, questions, _ = known_function_arena()
+    features = {m: frame.assign(quality=frame["quality"].mask(frame.index % 7 == 0)) for m, frame in features.items()}
+    drawn = tournaments[tournaments["tournament"] == 5].set_index("query_id")["count"].astype(float)
+    aligned = aligned_values(features, ["quality", "noise"], pd.Index(questions))
+    table = averaged(features, ["quality", "noise"], drawn, aligned)
+    for model, frame in features.items():
+        rows = frame.set_index("query_id").loc[drawn.index]
+        for column in ("quality", "noise"):
+            kept = rows[column].notna()
+            expected = (rows.loc[kept, column] * drawn[kept]).sum() / drawn[kept].sum()
+            assert table.at[model, column] == pytest.approx(expected, rel=1e-12)
+        assert table.at[model, "answered"] == 1.0
+    pd.testing.assert_frame_equal(table, averaged(features, ["quality", "noise"], drawn))  # aligned or not
+    with pytest.raises(DataError, match="lack arena questions"):
+        averaged(features, ["quality"], pd.Series(1.0, index=["elsewhere"]), aligned)
+
+
+def test_adding_an_unjudged_model_reads_the_held_out_evaluation_from_the_store(tmp_path, monkeypatch):
+    """The 50 held-out refits depend on the judged models only: a model added with judge: false
+    reuses them (same metrics as computed afresh), a change in the judged models' logits does not."""
+    from polyrag.arena import surrogate as module
+
+    features, bt, bootstrap, tournaments, questions, _ = known_function_arena()
+    before = {m: f for m, f in features.items() if m != "new"}
+    store = module.HeldOutStore(tmp_path)
+    first = surrogate(before, bt, bootstrap, tournaments, questions, "random_forest", {}, holdout=2, repeats=4, seed=3,
+                      store=store)
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    fresh = surrogate(features, bt, bootstrap, tournaments, questions, "random_forest", {}, holdout=2, repeats=4, seed=3)
+    calls = []
+    real = module.held_out_evaluation
+    monkeypatch.setattr(module, "held_out_evaluation", lambda *args: calls.append(args) or real(*args))
+    added = surrogate(features, bt, bootstrap, tournaments, questions, "random_forest", {}, holdout=2, repeats=4, seed=3,
+                      store=store)
+    assert calls == [] and added[2] == fresh[2] == {**first[2]}
+    pd.testing.assert_frame_equal(added[0], fresh[0])
+    moved = bt.assign(logit=bt["logit"] + np.arange(len(bt)) * 0.01)
+    surrogate(features, moved, bootstrap, tournaments, questions, "random_forest", {}, holdout=2, repeats=4, seed=3,
+              store=store)
+    assert len(calls) == 1 and len(list(tmp_path.glob("*.json"))) == 2
+
+
 @pytest.mark.parametrize("regressor", ["random_forest", "linear"])
 def test_surrogate_without_signal_in_its_features_does_not_beat_the_constant_predictor(regressor):
     features, bt, bootstrap, tournaments, questions, _ = known_function_arena(n_models=16, signal=False)

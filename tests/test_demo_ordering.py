@@ -21,6 +21,7 @@ from polyrag.judge.games import arena_items, judge_with_reference
 from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.seeds import rng_for
+from tests.conftest import with_detected_languages
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def demo(repo, tmp_path_factory):
         for lang, questions in records.items():
             other = wrong_language_source(entry, lang, config["languages"])
             foreign = foreign_answers(questions, records[other], config["seed"], name, lang)
-            answers[name, lang] = generate_answers(llm, questions, settings, foreign)
+            answers[name, lang] = with_detected_languages(questions, generate_answers(llm, questions, settings, foreign))
     return config, mocks, records, answers
 
 

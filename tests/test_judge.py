@@ -14,6 +14,7 @@ from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
+from tests.conftest import with_detected_languages
 
 REFERENCE = {"weights": {"similarity": 1.0, "citation": 1.0, "language": 1.0}, "tie_margin": 0.05}
 JUDGING = {"max_attempts": 3, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 64, "seed": 1}
@@ -47,9 +48,10 @@ def perfect(record):
 
 def test_reference_judge(hindi):
     records, english = hindi
-    good = [perfect(r) for r in records]
-    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
-    unparsed = [{**perfect(r), "answer": None, "cited_docids": []} for r in records]
+    good = with_detected_languages(records, [perfect(r) for r in records])
+    wrong_language = with_detected_languages(records, [{**perfect(r), "answer": e["reference_answer"]}
+                                                       for r, e in zip(records, english)])
+    unparsed = with_detected_languages(records, [{**perfect(r), "answer": None, "cited_docids": []} for r in records])
     items = arena_items(records, good, wrong_language)
     assert len(items) == 3
     rows = judge_with_reference(items, "good", "wrong", REFERENCE)
@@ -70,8 +72,9 @@ def test_reference_judge_without_similarity_needs_no_reference_answer(hindi):
     similarity no weight judges on citations and language; one that does stops, naming the question."""
     records, english = hindi
     no_reference = [{**r, "reference_answer": None} for r in records]
-    good = [perfect(r) for r in records]
-    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
+    good = with_detected_languages(records, [perfect(r) for r in records])
+    wrong_language = with_detected_languages(records, [{**perfect(r), "answer": e["reference_answer"]}
+                                                       for r, e in zip(records, english)])
     items = arena_items(no_reference, good, wrong_language)
     cheap = {**REFERENCE, "weights": {"similarity": 0.0, "citation": 1.0, "language": 1.0}}
     rows = judge_with_reference(items, "good", "wrong", cheap)
@@ -81,13 +84,76 @@ def test_reference_judge_without_similarity_needs_no_reference_answer(hindi):
         judge_with_reference(items, "good", "wrong", REFERENCE)
 
 
+def test_reference_judge_scores_the_language_its_features_detected(hindi, tmp_path):
+    """The judge reads each answer's language from the deterministic features file (detected once
+    per answer), and its language part is what the detector gives that answer's text."""
+    from polyrag.features.deterministic import deterministic_features
+    from polyrag.features.language import language_probabilities
+    from polyrag.generate.parsing import strip_citations
+    from polyrag.judge.reference import with_answer_languages, write_answer_languages
+
+    records, english = hindi
+    answers = [{**perfect(r), "answer": e["reference_answer"] if i % 2 else r["reference_answer"]}
+               for i, (r, e) in enumerate(zip(records, english))]
+    path = tmp_path / "answer_languages.parquet"
+    other = [{"lang": "en", "query_id": r["query_id"], "target_language": 0.5} for r in records]  # another language's
+    write_answer_languages(other + [{"lang": "hi", **row} for row in deterministic_features(records, answers)], path)
+    read = with_answer_languages(answers, str(path), "hi")
+    rows = judge_with_reference(arena_items(records, read, read), "a", "b", REFERENCE)
+    for record, answer, row in zip(records[:3], answers, rows[::2]):
+        text = strip_citations(answer["answer"], [p["docid"] for p in record["passages"]])
+        assert json.loads(row["raw_output"])["a"]["language"] == language_probabilities(text, "hi")["hi"]
+    assert json.loads(rows[2]["raw_output"])["a"]["language"] < 0.5  # the English answer
+    with pytest.raises(DataError, match="reads the answer's language from its deterministic features"):
+        judge_with_reference(arena_items(records, answers, read), "a", "b", REFERENCE)
+    with pytest.raises(DataError, match="no row for questions"):
+        with_answer_languages([{**answers[0], "query_id": "elsewhere"}], str(path), "hi")
+
+
+def test_an_answer_without_letters_scores_no_language(hindi):
+    records, _ = hindi
+    dash = with_detected_languages(records, [{**perfect(r), "answer": "— 1995"} for r in records])
+    assert dash[0]["target_language"] is None
+    scores = json.loads(judge_with_reference(arena_items(records, dash, dash), "a", "b", REFERENCE)[0]["raw_output"])
+    assert scores["a"]["language"] == 0.0
+
+
+def test_a_reference_judging_job_detects_no_language(hindi, tmp_path, repo):
+    """The judge job's imports and work (scripts/judge_pairs.py's) leave the detectors unloaded."""
+    import subprocess
+    import sys
+
+    check = (  # scripts/judge_pairs.py's imports, then a reference judge judging a pair
+        "import sys\n"
+        "from polyrag.csv_tables import read_table\n"
+        "from polyrag.judge.kinds import open_pair_judge\n"
+        "from polyrag.judge.games import arena_items\n"
+        "from polyrag.features.table import read_aligned\n"
+        "from polyrag.judge.reference import with_answer_languages\n"
+        "from polyrag.logs import run_logged\n"
+        "records = [{'query_id': 'q', 'arena': True, 'passages': [{'docid': 'd'}], 'relevant_docids': ['d'],\n"
+        "            'language': 'yo', 'reference_answer': None}]\n"
+        "a = [{'query_id': 'q', 'answer': 'Odò Niger [d]', 'cited_docids': ['d'], 'target_language': 0.9}]\n"
+        "b = [{'query_id': 'q', 'answer': 'River [d]', 'cited_docids': ['d'], 'target_language': 0.1}]\n"
+        "entry = {'backend': 'reference', 'weights': {'similarity': 0.0, 'citation': 1.0, 'language': 1.0}, 'tie_margin': 0.05}\n"
+        f"judge = open_pair_judge('reference', entry, {str(tmp_path)!r}, {{}})\n"
+        "rows = judge.judge('yo', [('a', 'b', arena_items(records, a, b))])[0]\n"
+        "assert [r['verdict'] for r in rows] == ['model_a', 'model_a'], rows\n"
+        "loaded = [m for m in ('polyrag.features.language', 'langid', 'lingua') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=repo)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 def test_reference_judge_through_the_shared_store_reuses_vectors(hindi, tmp_path, monkeypatch):
     """Every pair of a model embeds its answers: through the store a second pair computes nothing."""
     from polyrag.features import embedding
 
     records, english = hindi
-    good = [perfect(r) for r in records]
-    wrong_language = [{**perfect(r), "answer": e["reference_answer"]} for r, e in zip(records, english)]
+    good = with_detected_languages(records, [perfect(r) for r in records])
+    wrong_language = with_detected_languages(records, [{**perfect(r), "answer": e["reference_answer"]}
+                                                       for r, e in zip(records, english)])
     items = arena_items(records, good, wrong_language)
     direct = judge_with_reference(items, "good", "wrong", REFERENCE)
     stored = judge_with_reference(items, "good", "wrong", REFERENCE, embedding.e5_store(tmp_path))

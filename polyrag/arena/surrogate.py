@@ -26,9 +26,14 @@ models, ``repeats`` times. Two measures, each beside the score of a no-skill con
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
+from pathlib import Path
 
 import numpy as np
+import sklearn
 import pandas as pd
 from scipy.stats import kendalltau
 from sklearn.base import RegressorMixin
@@ -79,26 +84,48 @@ def feature_columns(features: dict[str, pd.DataFrame], left_out: dict[str, str])
     return columns
 
 
-def averaged(features: dict[str, pd.DataFrame], columns: list[str], weights: pd.Series) -> pd.DataFrame:
+def averaged(features: dict[str, pd.DataFrame], columns: list[str], weights: pd.Series,
+             aligned: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Features per model (rows) averaged over questions with these weights, null answers skipped
     per feature; ``answered``: the weighted share of questions with any feature; ``cited_share``
     (when a feature that needs a citation is among ``columns``): the weighted share of questions
-    whose answer has one of those features, that is cites something."""
+    whose answer has one of those features, that is cites something. ``aligned``: each model's
+    ``columns`` already indexed by a superset of the questions (``aligned_values``), so that 200
+    tournaments look them up by position rather than reindexing every model's table 200 times."""
     needs_citation = [c for c in columns if c in NEEDS_CITATION]
+    cited_positions = [columns.index(c) for c in needs_citation]
     rows = {}
     for model, frame in features.items():
-        absent = weights.index.difference(frame["query_id"])
-        if len(absent):
-            raise DataError(f"features of {model} lack arena questions {absent[:5].tolist()}")
-        values = frame.set_index("query_id").reindex(weights.index)[columns]
+        table = aligned[model] if aligned is not None else aligned_values({model: frame}, columns, weights.index)[model]
+        positions = table.index.get_indexer(weights.index)
+        if (positions < 0).any():
+            raise DataError(f"features of {model} lack arena questions {weights.index[positions < 0][:5].tolist()}")
+        values = table.to_numpy(float)
+        # the rows in the layout pandas gives the whole table (column-major for one block): numpy
+        # sums a column-major array pairwise, a row-major one row by row, and the sums differ in
+        # their last bits, which a tree's split can see
+        array = values[positions]
+        if values.flags.f_contiguous:
+            array = np.asfortranarray(array)
         w = weights.to_numpy()
-        present = values.notna().to_numpy()
+        present = ~np.isnan(array)
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = (np.nan_to_num(values.to_numpy(float)) * w[:, None]).sum(0) / (present * w[:, None]).sum(0)
+            means = (np.nan_to_num(array) * w[:, None]).sum(0) / (present * w[:, None]).sum(0)
         rows[model] = {**dict(zip(columns, means)), ANSWERED: (present.any(axis=1) * w).sum() / w.sum()}
         if needs_citation:
-            rows[model][CITED_SHARE] = (values[needs_citation].notna().any(axis=1) * w).sum() / w.sum()
+            rows[model][CITED_SHARE] = (present[:, cited_positions].any(axis=1) * w).sum() / w.sum()
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def aligned_values(features: dict[str, pd.DataFrame], columns: list[str], questions: pd.Index) -> dict[str, pd.DataFrame]:
+    """Each model's ``columns`` on ``questions``, in their order; stops naming questions a model lacks."""
+    aligned = {}
+    for model, frame in features.items():
+        absent = questions.difference(frame["query_id"])
+        if len(absent):
+            raise DataError(f"features of {model} lack arena questions {absent[:5].tolist()}")
+        aligned[model] = frame.set_index("query_id").reindex(questions)[columns]
+    return aligned
 
 
 def usable_columns(point: pd.DataFrame, left_out: dict[str, str]) -> list[str]:
@@ -135,13 +162,52 @@ def training_rows(per_tournament: list[pd.DataFrame], point: pd.DataFrame, boots
     return np.vstack(xs), np.concatenate(ys), np.array(owners)
 
 
+class HeldOutStore:
+    """The held-out evaluations already computed, one JSON file each under ``folder``, named by a
+    hash of everything the evaluation reads: the training rows and their models, the judged
+    models' features and BT logits, the regressor and its settings, the seed and scikit-learn's
+    version. Adding a model that is not judged changes none of these, so its surrogate job reads
+    the evaluation (50 refits, ~98% of the job) instead of repeating it; a new judged model changes
+    every BT logit, and the evaluation runs again."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+
+    @staticmethod
+    def key(*parts) -> str:
+        digest = hashlib.sha256(sklearn.__version__.encode())
+        for part in parts:
+            data = np.ascontiguousarray(part).tobytes() if isinstance(part, np.ndarray) else json.dumps(part, sort_keys=True).encode()
+            digest.update(len(data).to_bytes(8, "little") + data)
+        return digest.hexdigest()
+
+    def get(self, key: str) -> dict | None:
+        path = self.folder / f"{key}.json"
+        try:
+            return json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def put(self, key: str, value: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = self.folder / f"{key}.{os.getpid()}.partial"
+        partial.write_text(json.dumps(value))
+        os.replace(partial, self.folder / f"{key}.json")
+
+
+def surrogate_store(cache_dir: str | Path) -> HeldOutStore:
+    return HeldOutStore(Path(cache_dir) / "surrogate_held_out")
+
+
 def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd.DataFrame,
               tournaments: pd.DataFrame, arena_questions: list[str], regressor: str, params: dict,
-              holdout: int, repeats: int, seed: int, n_jobs: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+              holdout: int, repeats: int, seed: int, n_jobs: int = 1,
+              store: HeldOutStore | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """Predicted logits for every model, per-tournament predictions, metrics and model features.
 
     ``features``: every configured model's feature table; ``bt``, ``bootstrap``, ``tournaments``:
-    the Bradley-Terry outputs of this judge and language."""
+    the Bradley-Terry outputs of this judge and language; ``store``: held-out evaluations already
+    computed (``HeldOutStore``), read instead of refitting when nothing they depend on changed."""
     judged = bt["model"].tolist()
     not_featured = [m for m in judged if m not in features]
     if not_featured:
@@ -149,7 +215,8 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     left_out: dict[str, str] = {}
     measured = feature_columns(features, left_out)
     all_questions = pd.Series(1.0, index=pd.Index(arena_questions, name="query_id"))
-    point = averaged(features, measured, all_questions)
+    aligned = aligned_values(features, measured, all_questions.index)
+    point = averaged(features, measured, all_questions, aligned)
     columns = usable_columns(point, left_out)
     if not columns:
         raise DataError("no feature is defined for every model on the arena questions")
@@ -157,7 +224,7 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     per_tournament = []
     for t in range(n_tournaments):
         drawn = tournaments[tournaments["tournament"] == t].set_index("query_id")["count"].astype(float)
-        per_tournament.append(averaged(features, measured, drawn))
+        per_tournament.append(averaged(features, measured, drawn, aligned))
     X, y, owners = training_rows(per_tournament, point, bootstrap, judged, columns)
 
     fitted = make_regressor(regressor, params, seed, n_jobs).fit(X, y)
@@ -176,10 +243,20 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
                             "model": np.tile(models, n_tournaments),
                             "predicted_logit": per_tournament_predictions.ravel()})
 
+    judged_point = point.loc[judged, columns]
+    key = HeldOutStore.key(X, y, owners.astype(str), judged_point.to_numpy(float), judged, columns,
+                           bt.set_index("model").loc[judged, "logit"].to_numpy(float), regressor, params, holdout,
+                           repeats, seed)
+    held_out = store.get(key) if store is not None else None
+    if held_out is None:
+        held_out = held_out_evaluation(X, y, owners, judged_point, bt, regressor, params, holdout, repeats, seed, n_jobs)
+        if store is not None:
+            store.put(key, held_out)
+    else:
+        log.info("held-out evaluation read from %s: the judged models, their features and logits are unchanged",
+                 store.folder / f"{key}.json")
     metrics = {"regressor": regressor, "features": columns, "features_left_out": left_out, "training_rows": int(len(y)),
-               "judged_models": judged, "feature_importances": importances(fitted, X, y, columns, seed),
-               **held_out_evaluation(X, y, owners, point.loc[judged, columns], bt, regressor, params,
-                                     holdout, repeats, seed, n_jobs)}
+               "judged_models": judged, "feature_importances": importances(fitted, X, y, columns, seed), **held_out}
     return table, samples, metrics, point.rename_axis("model").reset_index()
 
 

@@ -9,6 +9,9 @@ known ones).
   llama.cpp; a GPU job on a cluster).
 - ``panel``: votes over its members' verdicts (``arena/panel.py``); it judges nothing itself.
 
+``reads_answer_languages``: the judge scores the language of each answer, which it reads from the
+answers' deterministic features (``target_language``) rather than detecting it again per pair.
+
 ``sends_prompts``: the judge is a language model, so it can also score features
 (``features.llm``) and sentences (``meta_eval.llm_judges``), and its calls cost something.
 """
@@ -79,10 +82,11 @@ class JudgeKind:
     scheduling: str  # per_pair | local_weights | panel
     sends_prompts: bool
     pair_judge: type[PairJudge] | None  # None: a panel, which votes instead
+    reads_answer_languages: bool = False
 
 
 KINDS = {kind.backend: kind for kind in (
-    JudgeKind("reference", "per_pair", False, ReferencePairJudge),
+    JudgeKind("reference", "per_pair", False, ReferencePairJudge, reads_answer_languages=True),
     JudgeKind("recorded", "per_pair", False, RecordedPairJudge),
     JudgeKind("openai", "per_pair", True, LLMPairJudge),
     JudgeKind("vllm", "local_weights", True, LLMPairJudge),
