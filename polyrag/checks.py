@@ -243,11 +243,15 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def enabled_checks(config: dict) -> dict[str, Any]:
-    """The checks the config turns on, by name, with their expectations (false, null and an empty
-    list turn a check off)."""
-    return {name: expected for name, expected in (config.get("checks") or {}).items()
+def turned_on(expectations: dict[str, Any]) -> dict[str, Any]:
+    """The checks these expectations turn on (false, null and an empty list turn a check off)."""
+    return {name: expected for name, expected in expectations.items()
             if expected is not None and expected is not False and expected != []}
+
+
+def enabled_checks(config: dict) -> dict[str, Any]:
+    """The checks the config turns on, by name, with their expectations."""
+    return turned_on(config.get("checks") or {})
 
 
 def check_settings(config: dict) -> dict[str, dict]:
@@ -264,8 +268,9 @@ def lacking(config: dict) -> tuple[str, str] | None:
 
 
 def run_checks(expectations: dict[str, Any], files: dict[str, dict], settings: dict[str, dict]) -> pd.DataFrame:
-    """Every enabled check's rows, in the order of ``expectations``: ``check, subject, expected,
-    observed, passed``."""
-    rows = [{"check": name, **result} for name, expected in expectations.items()
-            for result in CHECKS[name].run(files[name], expected, settings.get(name, {}))]
+    """Every enabled check's rows, in the order of ``CHECKS`` (not of the config's keys, which a YAML
+    dump sorts): ``check, subject, expected, observed, passed``."""
+    on = turned_on(expectations)
+    rows = [{"check": name, **result} for name in CHECKS if name in on
+            for result in CHECKS[name].run(files[name], on[name], settings.get(name, {}))]
     return pd.DataFrame(rows, columns=COLUMNS)
