@@ -61,8 +61,9 @@ def mock_order_lacks(config: dict, expected: Any) -> str | None:
     rates = mock_error_rates(config)
     if arena_judge(config) is None:
         return "needs an arena (a judge under judges:) to rank the mock systems"
-    if len(rates) < 2 or len(set(rates.values())) < 2:
-        return (f"needs at least two mock systems (backend: mock) with different error_rates, found "
+    # Two mocks of one error rate have no known order between them (tau would fall below 1 on them).
+    if len(rates) < 2 or len(set(rates.values())) < len(rates):
+        return (f"needs at least two mock systems (backend: mock), each with an error_rate of its own, found "
                 f"{rates or 'none'}")
     return None
 

@@ -349,8 +349,9 @@ KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, pos
         (lambda c: c["checks"].update(mock_ordr=True), f"unknown key checks.mock_ordr {KNOWN}"),
         (lambda c: c["checks"].update(mars_coverage=1.5), "checks.mars_coverage: 1.5 is greater than the maximum of 1"),
         (lambda c: c["checks"].update(position_bias="gemma-judge"), "checks.position_bias: 'gemma-judge' is not of type"),
-        (lambda c: [c["models"][m].update(error_rate=0.2) for m in ("mock-perfect", "mock-50", "mock-80")],
-         "checks.mock_order: needs at least two mock systems (backend: mock) with different error_rates"),
+        (lambda c: c["models"]["mock-80"].update(error_rate=0.5),
+         "checks.mock_order: needs at least two mock systems (backend: mock), each with an error_rate of its own, "
+         "found {'mock-perfect': 0.0, 'mock-20': 0.2, 'mock-50': 0.5, 'mock-80': 0.5}"),
         (lambda c: c["mars"].update(meta_eval=None), "checks.mars_coverage: needs mars: with meta_eval:"),
         (lambda c: c["checks"].update(position_bias=["gemma-judge", "gpt-judge"]),
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
