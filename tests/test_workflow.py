@@ -463,11 +463,11 @@ def test_mars_stage(run, repo, embedded_data):
     assert coverage.loc["all", "coverage"] == pytest.approx(
         ((systems["ci_low"] <= systems["true_score"]) & (systems["true_score"] <= systems["ci_high"])).mean())
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"],
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"],
                 meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
                            "scorers": ["e5-similarity", "mars"], "permutations": 200})
     result = snakemake(repo, workdir, "--cores", "2", "results/meta_eval/summary.csv")
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rule mars_judge:" not in result.stdout + result.stderr  # the trained judges are reused
     summary = pd.read_csv(workdir / "results" / "meta_eval" / "summary.csv")
