@@ -22,6 +22,7 @@ include: "rules/gold.smk"
 include: "rules/meta_eval.smk"
 include: "rules/mars.smk"
 include: "rules/finetune.smk"
+include: "rules/checks.smk"
 
 
 report: "report/workflow.rst"

@@ -1,4 +1,5 @@
-"""Print the top of a leaderboard and where the report is: the last thing ``make demo`` does.
+"""Print the top of a leaderboard, the known-truth checks and where the report is: the last thing
+``make demo`` does.
 
     python -m polyrag.show results/leaderboard.csv results/report.html
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
 from polyrag.csv_tables import read_table
@@ -34,7 +37,19 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
             shown += "".join(f"\n{row.model}: {row.note}" for row in left_out.itertuples())
             text += (f"Gold-anchored ranking ({wide['gold_anchored_by'].iloc[0]}; intervals for the labellers' "
                      f"preferences):\n{shown}\n\n")
+    checks = leaderboard.with_name("checks.csv")
+    if checks.exists():
+        text += checks_block(read_table(checks), checks)
     return text + f"Report: open {report.resolve()} in a browser"
+
+
+def checks_block(checks: pd.DataFrame, path: Path) -> str:
+    """One line per known-truth check (polyrag.checks): PASS or FAIL, what was expected, what came out."""
+    passed = checks["passed"].astype(str).str.lower() == "true"  # read back from CSV: True/False as text or bool
+    lines = [f"{'PASS' if ok else 'FAIL'}  {row.check} ({row.subject}): expected {row.expected}; got {row.observed}"
+             for ok, row in zip(passed, checks.itertuples())]
+    return (f"Checks ({path}: what the config's known truths say the run must recover; "
+            f"{int(passed.sum())} of {len(checks)} passed):\n" + "\n".join(lines) + "\n\n")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from polyrag.config.queries import (
     model_resources,
     wrong_language_source,
 )
+from polyrag.checks import CHECKS as KNOWN_TRUTHS, check_settings, enabled_checks
 from polyrag.config.data_files import mars_gold_files, memerag_files, question_files, recorded_files, training_files
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.judge.kinds import judge_kind, judges_scheduled
@@ -92,6 +93,8 @@ FT = config["finetune"]  # the student already joined MODELS under FT["name"] (v
 FT_LANGUAGES = finetune_languages(config) if FT else []
 FT_DIR = f"results/finetune/{FT['name']}" if FT else None
 FT_CONTROL = control_name(config) if FT else None  # the student's base served as the student is
+CHECKS = enabled_checks(config)  # the known-truth checks turned on (rules/checks.smk), with their expectations
+CHECK_SETTINGS = check_settings(config)
 
 
 try:
@@ -137,6 +140,7 @@ def all_targets():
         + (["results/mars/meta_eval.csv"] if MARS and MARS["meta_eval"] else [])
         + ([f"{FT_DIR}/loss.csv", f"{FT_DIR}/curation_counts.json"] if FT else [])
         + ([f"{FT_DIR}/gain_over_control.csv"] if FT_CONTROL and ARENA_JUDGE else [])
+        + (["results/checks.csv"] if CHECKS else [])
     )
 
 
@@ -414,3 +418,45 @@ def gold_labels_source(wildcards):
 def gold_scope_languages(wildcards):
     """The languages a gold-anchored table pools: one, or every labelled one for ``all``."""
     return GOLD_LANGUAGES if wildcards.scope == "all" else [wildcards.scope]
+
+
+def check_ingredients(expected):
+    """Where each ingredient a check reads (polyrag.checks.CHECKS[name].reads) lives: a path, or
+    for judge_games and stand_in_arena a mapping per judge and language. Looked up lazily: the
+    rules behind an ingredient exist only when the config has their stage (validation saw to it)."""
+    return {
+        "leaderboard": lambda: rules.leaderboard.output.leaderboard,
+        "by_language": lambda: rules.leaderboard.output.by_language,
+        "detailed": lambda: rules.leaderboard.output.detailed,
+        "mars_systems": lambda: rules.mars_meta_eval.output.systems,
+        "finetune_gain": lambda: rules.finetune_gain.output[0],
+        "judge_games": lambda: {judge: {lang: judgment_paths(judge, lang) for lang in LANGUAGES} for judge in expected},
+        "stand_in_arena": lambda: {
+            lang: f"results/arena/{GOLD['stand_in']}/{lang}/bradley_terry.csv" for lang in GOLD_LANGUAGES
+        },
+    }
+
+
+def as_text(node):
+    """Paths as plain str: a rule's output path carries its rule, which a script's params cannot pickle."""
+    if isinstance(node, dict):
+        return {key: as_text(value) for key, value in node.items()}
+    return str(node) if isinstance(node, str) else [str(path) for path in node]
+
+
+def check_files(wildcards):
+    """Per enabled check, its ingredients' files by name."""
+    return {
+        name: {ingredient: as_text(check_ingredients(expected)[ingredient]()) for ingredient in KNOWN_TRUTHS[name].reads}
+        for name, expected in CHECKS.items()
+    }
+
+
+def flat_paths(node):
+    if isinstance(node, dict):
+        return [path for value in node.values() for path in flat_paths(value)]
+    return [node] if isinstance(node, str) else list(node)
+
+
+def check_input_files(wildcards):
+    return list(dict.fromkeys(flat_paths(check_files(wildcards))))

@@ -248,7 +248,7 @@ def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
 def xquad_config(demo_config, data_dir, languages):
     config = copy.deepcopy(demo_config)
     config.update(languages=languages, data={"source": "xquad", "dir": str(data_dir), "max_questions": 20},
-                  finetune=None, mars=None, meta_eval=None)
+                  finetune=None, mars=None, meta_eval=None, checks=None)
     return config
 
 
@@ -338,3 +338,48 @@ def test_an_edited_data_file_reruns_the_jobs_that_read_it(demo_config, repo, tmp
     assert all(f"{tmp_path}/xquad/xquad.{lang}.json" in mars_gold for lang in ("en", "de"))
     finetune = next(job for job in jobs if job.startswith("finetune_questions:"))
     assert f"{tmp_path}/train/zh.jsonl" in finetune
+
+
+KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, position_bias)"
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c: c["checks"].update(mock_ordr=True), f"unknown key checks.mock_ordr {KNOWN}"),
+        (lambda c: c["checks"].update(mars_coverage=1.5), "checks.mars_coverage: 1.5 is greater than the maximum of 1"),
+        (lambda c: c["checks"].update(position_bias="gemma-judge"), "checks.position_bias: 'gemma-judge' is not of type"),
+        (lambda c: c["models"]["mock-80"].update(error_rate=0.5),
+         "checks.mock_order: needs at least two mock systems (backend: mock), each with an error_rate of its own, "
+         "found {'mock-perfect': 0.0, 'mock-20': 0.2, 'mock-50': 0.5, 'mock-80': 0.5}"),
+        (lambda c: c["mars"].update(meta_eval=None), "checks.mars_coverage: needs mars: with meta_eval:"),
+        (lambda c: c["checks"].update(position_bias=["gemma-judge", "gpt-judge"]),
+         "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
+        (lambda c: c.update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
+        (lambda c: c["finetune"].update(control=False), "checks.finetune_gain: needs finetune: with its control"),
+        (lambda c: c["arena"].update(gold=None), "checks.gold_agreement: needs arena.gold with a stand_in labeller"),
+        (lambda c: c["arena"]["gold"].update(labels={"de": "config.yaml"}),
+         "checks.gold_agreement: arena.gold.labels gives people's labels for ['de']"),
+    ],
+)
+def test_a_check_whose_ingredients_the_config_lacks_is_one_error_naming_it(demo_config, repo, monkeypatch, edit,
+                                                                          expected):
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    edit(config)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value).startswith("my.yaml: ") and expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
+    """Without checks: (the default) or with every check off, a config without mocks, MARS,
+    fine-tuning or gold labels is valid; a check left out gets its off default."""
+    monkeypatch.chdir(repo)
+    config = copy.deepcopy(demo_config)
+    config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
+    config["arena"]["gold"] = None
+    assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
+                                             "mars_coverage": None, "gold_agreement": False}
+    del config["checks"]
+    assert check(copy.deepcopy(config), repo)["checks"] is None

@@ -58,6 +58,7 @@ def test_demo_budget_rounds(demo_config, repo):
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
     del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
+    demo_config["checks"]["finetune_gain"] = False  # (whose known truth is then missing)
     demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
     config = check(demo_config, repo)
     assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
@@ -126,6 +127,7 @@ def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
     from polyrag.arena.rounds import models_at, placement_round
 
     del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
+    demo_config["checks"]["finetune_gain"] = False  # (whose known truth is then missing)
     demo_config["data"].update(max_questions=12, arena_queries=12)  # 12 questions: rounds of 3 have room to grow
     demo_config["arena"]["budget"] = {"share": 0.5}
     demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}

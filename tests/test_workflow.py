@@ -45,7 +45,8 @@ TINY_JUDGES = {
 }
 
 
-def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None, meta_eval=None, judges=None, **models):
+def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None, meta_eval=None, judges=None, checks=None,
+                **models):
     config = {
         "languages": list(languages),
         "seed": 7,
@@ -60,6 +61,7 @@ def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None,
         "features": features or {},
         "mars": mars,
         "meta_eval": meta_eval,
+        "checks": checks,
     }
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
     return config
@@ -79,6 +81,11 @@ def tiny_mars(embedded_data):
             "meta_eval": {"pairs": ["en-en", "de-de"], "items": 40}}
 
 
+#: The known truths of the tiny run (no fine-tuning, no gold labels there): its two mocks in order, the
+#: MARS meta-evaluation's intervals, the Gemma judge's position bias.
+TINY_CHECKS = {"mock_order": True, "mars_coverage": 0.85, "position_bias": ["gemma-judge"]}
+
+
 @pytest.fixture(scope="module")
 def run(repo, tmp_path_factory, embedded_data):
     workdir = tmp_path_factory.mktemp("workflow")
@@ -88,7 +95,7 @@ def run(repo, tmp_path_factory, embedded_data):
         "gemma-270m": {**GEMMA, "family": "gemma", "response_prefix": "##Answer: According to [",
                        "stop": ["\n\n", "##Reason"]},
     }
-    config = tiny_config(repo, workdir, mars=tiny_mars(embedded_data), judges=TINY_JUDGES, **models)
+    config = tiny_config(repo, workdir, mars=tiny_mars(embedded_data), judges=TINY_JUDGES, checks=TINY_CHECKS, **models)
     result = snakemake(repo, workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir, config
@@ -321,6 +328,25 @@ def test_model_based_feature_rules(repo, tmp_path):
     assert table["support_entailment"].between(0, 1).all()
 
 
+def test_known_truth_checks_pass_and_make_demo_prints_them(run):
+    """results/checks.csv: every check the tiny config turns on, each passing on this run, and the
+    summary make demo prints ends with them."""
+    from polyrag.show import summary
+
+    workdir, config = run
+    checks = pd.read_csv(workdir / "results" / "checks.csv")
+    assert list(zip(checks["check"], checks["subject"])) == [
+        ("mock_order", "leaderboard"), ("mock_order", "every language"), ("mars_coverage", "pair x metric x mock"),
+        ("position_bias", "gemma-judge")]
+    assert checks["passed"].all(), checks.to_dict("records")
+    assert checks.loc[1, "observed"] == "1.00 in 2 of 2 languages"
+    # The mocks' order recomputed from the leaderboard: mock-0 (error rate 0) above mock-50.
+    board = pd.read_csv(workdir / "results" / "leaderboard.csv").set_index("model")["rank"]
+    assert board["mock-0"] < board["mock-50"]
+    text = summary(workdir / "results" / "leaderboard.csv", workdir / "results" / "report.html")
+    assert "Checks (" in text and "4 of 4 passed" in text and text.count("\nPASS  ") == 4
+
+
 def test_mock_error_rates_match_config(run):
     workdir, config = run
     for lang in config["languages"]:
@@ -357,7 +383,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # One judged model and one judge: false model added at once.
     models = {**config["models"], "mock-20": {"backend": "mock", "error_rate": 0.2},
               "new-model": {"backend": "mock", "error_rate": 0.3, "judge": False}}
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **models)
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
     # Their answers and features (one job per model and stage, every language in it), only
@@ -367,7 +393,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
     aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
-                 "all": 1}
+                 "checks": 1, "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
@@ -375,14 +401,14 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     assert {o for o in outputs if "judgments" in o} == new_pairs
     assert "results/features/new-model/hi.parquet" in dry.stdout
     # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"],
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"],
                 **{**config["models"], "new-model": models["new-model"]})
     dry = snakemake(repo, workdir, "-n")
     assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1,
                                           "embedding_features": 1, "merge_features": 1, "surrogate": 2,
                                           "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
-                                          "arena_plots": 1, "all": 1}
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
+                                          "arena_plots": 1, "checks": 1, "all": 1}
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"])
 
 
 def test_mars_stage(run, repo, embedded_data):
@@ -437,11 +463,11 @@ def test_mars_stage(run, repo, embedded_data):
     assert coverage.loc["all", "coverage"] == pytest.approx(
         ((systems["ci_low"] <= systems["true_score"]) & (systems["true_score"] <= systems["ci_high"])).mean())
     # The MARS judges as a MEMERAG evaluator, next to the offline one.
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"],
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"],
                 meta_eval={"dir": str(embedded_data / "memerag"), "languages": ["en", "de"], "max_questions": 3,
                            "scorers": ["e5-similarity", "mars"], "permutations": 200})
     result = snakemake(repo, workdir, "--cores", "2", "results/meta_eval/summary.csv")
-    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], **config["models"])
+    tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rule mars_judge:" not in result.stdout + result.stderr  # the trained judges are reused
     summary = pd.read_csv(workdir / "results" / "meta_eval" / "summary.csv")
@@ -551,7 +577,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
                  "mars_scores": 1}
     aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2, "judge_agreement": 2,
-                 "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "all": 1}
+                 "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "checks": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     # The student and its control (sft-base): each model's jobs twice, and their pairs with the

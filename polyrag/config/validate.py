@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
+from polyrag.checks import lacking
 from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
@@ -197,7 +198,16 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
     check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
                      mars_gold_pairs(config) if config["mars"] else [])
+    check_known_truths(config, source)
     return config
+
+
+def check_known_truths(config: dict, source: str) -> None:
+    """A check under checks: needs what it checks to be in the config (after the student joined)."""
+    problem = lacking(config)
+    if problem is not None:
+        name, message = problem
+        raise ConfigError(f"{source}: checks.{name}: {message}")
 
 
 def check_semantics(config: dict, source: str) -> None:

@@ -1,0 +1,277 @@
+"""Known-truth checks: what a run must recover because the config built it in (``checks:``).
+
+The demo's mock systems have known error rates, its Gemma judge is known to pick the answer it
+reads first, its fine-tuned student is known to beat its control, and its gold labels come from a
+judge whose own ranking is known. Each check reads the workflow's result files and says, per
+subject, what was expected, what came out and whether that passed (``results/checks.csv``,
+printed by ``make demo`` after the leaderboard). A failed check is a row, never an error: the run
+still writes its outputs.
+
+``CHECKS`` is the one table of checks: a config key under ``checks:`` (schemas/config.schema.yaml)
+names an entry and its expectation. An entry says
+
+- ``reads``: the files it needs, by ingredient name; rules/checks.smk resolves each ingredient to
+  the rule outputs that hold it (``leaderboard``, ``by_language``, ``detailed``, ``mars_systems``,
+  ``finetune_gain``, ``judge_games``, ``stand_in_arena``);
+- ``lacks``: what the config must have for the check to mean anything, as one message (None when
+  nothing is lacking): checked when the config is validated, so a check never fails for want of
+  an ingredient;
+- ``settings``: the few config facts it reads (the rule's params: editing anything else reruns
+  nothing);
+- ``run``: (files, expected, settings) -> rows of ``subject, expected, observed, passed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau
+
+from polyrag.arena.games import position_bias, read_games
+from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
+from polyrag.config.queries import arena_judge, control_name
+from polyrag.csv_tables import read_table
+
+COLUMNS = ["check", "subject", "expected", "observed", "passed"]
+
+
+@dataclass(frozen=True)
+class Check:
+    reads: tuple[str, ...]
+    lacks: Callable[[dict, Any], str | None]
+    run: Callable[[dict, Any, dict], list[dict]]
+    settings: Callable[[dict, Any], dict] = lambda config, expected: {}
+
+
+def row(subject: str, expected: str, observed: str, passed: bool) -> dict:
+    return {"subject": subject, "expected": expected, "observed": observed, "passed": bool(passed)}
+
+
+# --- mock_order: mock systems rank as their error rates say ---------------------------------------
+
+def mock_error_rates(config: dict) -> dict[str, float]:
+    return {name: entry["error_rate"] for name, entry in config["models"].items() if entry["backend"] == "mock"}
+
+
+def mock_order_lacks(config: dict, expected: Any) -> str | None:
+    rates = mock_error_rates(config)
+    if arena_judge(config) is None:
+        return "needs an arena (a judge under judges:) to rank the mock systems"
+    # Two mocks of one error rate have no known order between them (tau would fall below 1 on them).
+    if len(rates) < 2 or len(set(rates.values())) < len(rates):
+        return (f"needs at least two mock systems (backend: mock), each with an error_rate of its own, found "
+                f"{rates or 'none'}")
+    return None
+
+
+def mock_tau(ranks: pd.Series, rates: dict[str, float]) -> float:
+    """Kendall's tau (b) between the mocks' error rates and their ranks (1 best): 1.0 when every
+    pair of mocks is ordered as its error rates are; a tie in rank lowers it."""
+    mocks = [model for model in ranks.index if model in rates]
+    return float(kendalltau([rates[m] for m in mocks], ranks[mocks].to_numpy(float)).statistic)
+
+
+def true_order(rates: dict[str, float]) -> str:
+    return " < ".join(name for name, rate in sorted(rates.items(), key=lambda item: item[1]))
+
+
+def mock_order(files: dict, expected: Any, settings: dict) -> list[dict]:
+    rates = settings["error_rates"]
+    board = read_table(files["leaderboard"]).set_index("model")["rank"]
+    board = board[board.index.isin(list(rates))].sort_values()
+    tau = mock_tau(board, rates)
+    in_order = bool(np.isclose(tau, 1.0))
+    observed = f"tau {tau:.2f}" + ("" if in_order else f" ({' < '.join(board.index)})")
+    rows = [row("leaderboard", f"Kendall tau 1.00 of rank vs error rate ({true_order(rates)})", observed, in_order)]
+    by_language = read_table(files["by_language"])
+    taus = {lang: mock_tau(table.set_index("model")["rank"], rates)
+            for lang, table in by_language[by_language["model"].isin(list(rates))].groupby("lang", sort=False)}
+    off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
+    observed = f"1.00 in {len(taus) - len(off)} of {len(taus)} languages" + "".join(
+        f"; {lang}: {tau:.2f}" for lang, tau in off.items())
+    rows.append(row("every language", "Kendall tau 1.00 in every language", observed, taus and not off))
+    return rows
+
+
+# --- mars_coverage: MARS's intervals cover the mock systems' known accuracies ----------------------
+
+def mars_coverage_lacks(config: dict, expected: Any) -> str | None:
+    if not config["mars"] or not config["mars"]["meta_eval"]:
+        return "needs mars: with meta_eval: (the mock systems of known accuracy)"
+    return None
+
+
+def mars_coverage(files: dict, expected: float, settings: dict) -> list[dict]:
+    """The share of (pair, metric, mock system) cells whose 95% interval holds the system's known
+    accuracy (``true_score``: exactly round(r n) of its n items are right), over the cells whose
+    judge could measure the metric. A cell that is not estimable gets the interval [0, 1], which
+    covers anything: counting it (as meta_eval_coverage.csv's ``all`` row does) would let a judge
+    that measures nothing pass, so it is left out and counted."""
+    cells = read_table(files["mars_systems"])
+    estimable = cells[cells["estimable"].astype(bool)]
+    covered = (estimable["ci_low"] <= estimable["true_score"]) & (estimable["true_score"] <= estimable["ci_high"])
+    share = float(covered.mean()) if len(estimable) else np.nan
+    observed = (f"{share:.2f} ({int(covered.sum())} of {len(estimable)} estimable cells; "
+                f"{len(cells) - len(estimable)} not estimable left out)" if len(estimable)
+                else f"no estimable cell among {len(cells)}")
+    return [row("pair x metric x mock", f">= {expected:.2f} of 95% CIs cover the known accuracy", observed,
+                len(estimable) > 0 and share >= expected)]
+
+
+# --- position_bias: a judge known to pick the answer it reads first is caught ----------------------
+
+def position_bias_lacks(config: dict, expected: list[str]) -> str | None:
+    missing = [name for name in expected if name not in config["judges"]]
+    if missing:
+        return f"{missing} not among the judges under judges: ({sorted(config['judges'])})"
+    return None
+
+
+def pooled_position_bias(games_by_language: dict[str, list[str]]) -> dict:
+    """``position_bias`` over all the judge's games: one interval, clustered by question (a
+    question of one language is not a question of another), rather than one per language of a
+    judge run on a few questions each."""
+    frames = []
+    for lang, paths in games_by_language.items():
+        games = read_games(paths)
+        frames.append(games.assign(query_id=lang + ":" + games["query_id"]))
+    return position_bias(pd.concat(frames, ignore_index=True))
+
+
+def position_bias_check(files: dict, expected: list[str], settings: dict) -> list[dict]:
+    rows = []
+    for judge in expected:
+        games = files["judge_games"][judge]
+        bias = pooled_position_bias(games)
+        low, high = bias["first_position_ci_low"], bias["first_position_ci_high"]
+        detected = bias["decisive_games"] > 0 and not low <= 0.5 <= high
+        observed = (f"{bias['first_position_win_rate']:.2f} (95% CI {low:.2f}-{high:.2f}; "
+                    f"{bias['decisive_games']} decisive games, {len(games)} languages)"
+                    if bias["decisive_games"] else "no decisive game")
+        rows.append(row(judge, "first-position win rate's 95% CI excludes 0.5",
+                        observed, detected))
+    return rows
+
+
+# --- finetune_gain: the fine-tuned student beats its control ---------------------------------------
+
+def finetune_gain_lacks(config: dict, expected: Any) -> str | None:
+    if not config["finetune"] or control_name(config) is None:
+        return "needs finetune: with its control (finetune.control: true)"
+    if arena_judge(config) is None:
+        return "needs an arena judge (judges:) to judge the student against its control"
+    return None
+
+
+def finetune_gain(files: dict, expected: Any, settings: dict) -> list[dict]:
+    """The student's score against its control over all languages (a win 1, a tie 0.5): its gain
+    is score - 0.5, and the student is ahead when the interval of the score lies above 0.5."""
+    gain = read_table(files["finetune_gain"]).set_index("lang").loc["all"]
+    low, high = gain["score_ci_low"], gain["score_ci_high"]
+    observed = (f"{gain['score']:.2f} (95% CI {low:.2f}-{high:.2f}; {int(gain['student_wins'])} wins, "
+                f"{int(gain['control_wins'])} losses, {int(gain['ties'])} ties)")
+    return [row(f"{settings['student']} vs {settings['control']}",
+                "score (win 1, tie 0.5) above 0.5, 95% CI too", observed,
+                bool(low > 0.5))]
+
+
+def finetune_names(config: dict, expected: Any) -> dict:
+    return {"student": config["finetune"]["name"], "control": control_name(config)}
+
+
+# --- gold_agreement: gold labels from a stand-in judge give back that judge's ranking --------------
+
+def gold_agreement_lacks(config: dict, expected: Any) -> str | None:
+    gold = config["arena"]["gold"]
+    if gold is None or gold["stand_in"] is None:
+        return "needs arena.gold with a stand_in labeller (the known truth is the stand-in's own ranking)"
+    if gold["labels"]:
+        return (f"arena.gold.labels gives people's labels for {sorted(gold['labels'])}: the gold-anchored ranking "
+                "is then no longer the stand-in's to recover")
+    return None
+
+
+def stand_in_ranks(arenas: dict[str, str], models: list[str]) -> pd.Series:
+    """The stand-in's own ranking of ``models``: its mean Bradley-Terry logit over the labelled
+    languages (as the leaderboard ranks), rank 1 the best, ties sharing the better rank."""
+    logits = pd.concat([read_table(path).set_index("model")["logit"] for path in arenas.values()], axis=1)
+    mean = logits.reindex(models).mean(axis=1)
+    return (-mean.round(9)).rank(method="min")
+
+
+def gold_agreement(files: dict, expected: Any, settings: dict) -> list[dict]:
+    """Agreement, defined so that it can fail: every estimable model's gold-anchored rank range
+    (rank_best..rank_worst, a joint 95% rank set for the labellers' preferences) holds its rank in
+    the stand-in labeller's own arena, ranked among the same models. The labels are the stand-in's
+    verdicts on a sample of units, so its preferences are the truth those rank sets claim to
+    cover; a Kendall tau of 1 would instead fail on any two models the stand-in itself barely
+    separates (the tau is shown beside it). At least two estimable models are needed."""
+    detailed = read_table(files["detailed"]).set_index("model")
+    gold = detailed[list(GOLD_ANCHORED_COLUMNS.values())].set_axis(list(GOLD_ANCHORED_COLUMNS), axis=1)
+    gold = gold[gold["rank"].notna()]
+    stand_in = settings["stand_in"]
+    wanted = f"every rank range holds the model's rank under {stand_in}"
+    if len(gold) < 2:
+        return [row(f"gold-anchored vs {stand_in}", wanted, f"{len(gold)} estimable model(s): nothing to compare",
+                    False)]
+    ranks = stand_in_ranks(files["stand_in_arena"], list(gold.index))
+    outside = [model for model in gold.index
+               if not gold.loc[model, "rank_best"] <= ranks[model] <= gold.loc[model, "rank_worst"]]
+    tau = float(kendalltau(gold["rank"].to_numpy(float), ranks[gold.index].to_numpy(float)).statistic)
+    observed = f"{len(gold) - len(outside)} of {len(gold)} models (Kendall tau {tau:.2f})" + "".join(
+        f"; {model}: range {int(gold.loc[model, 'rank_best'])}-{int(gold.loc[model, 'rank_worst'])}, "
+        f"{stand_in} rank {int(ranks[model])}" for model in outside)
+    return [row(f"gold-anchored vs {stand_in}", wanted, observed, not outside)]
+
+
+def gold_stand_in(config: dict, expected: Any) -> dict:
+    return {"stand_in": config["arena"]["gold"]["stand_in"]}
+
+
+CHECKS: dict[str, Check] = {
+    "mock_order": Check(reads=("leaderboard", "by_language"), lacks=mock_order_lacks, run=mock_order,
+                        settings=lambda config, expected: {"error_rates": mock_error_rates(config)}),
+    "mars_coverage": Check(reads=("mars_systems",), lacks=mars_coverage_lacks, run=mars_coverage),
+    "position_bias": Check(reads=("judge_games",), lacks=position_bias_lacks, run=position_bias_check),
+    "finetune_gain": Check(reads=("finetune_gain",), lacks=finetune_gain_lacks, run=finetune_gain,
+                           settings=finetune_names),
+    "gold_agreement": Check(reads=("detailed", "stand_in_arena"), lacks=gold_agreement_lacks, run=gold_agreement,
+                            settings=gold_stand_in),
+}
+
+
+def turned_on(expectations: dict[str, Any]) -> dict[str, Any]:
+    """The checks these expectations turn on (false, null and an empty list turn a check off)."""
+    return {name: expected for name, expected in expectations.items()
+            if expected is not None and expected is not False and expected != []}
+
+
+def enabled_checks(config: dict) -> dict[str, Any]:
+    """The checks the config turns on, by name, with their expectations."""
+    return turned_on(config.get("checks") or {})
+
+
+def check_settings(config: dict) -> dict[str, dict]:
+    return {name: CHECKS[name].settings(config, expected) for name, expected in enabled_checks(config).items()}
+
+
+def lacking(config: dict) -> tuple[str, str] | None:
+    """(check name, what the config lacks for it) of the first enabled check that cannot run."""
+    for name, expected in enabled_checks(config).items():
+        message = CHECKS[name].lacks(config, expected)
+        if message:
+            return name, message
+    return None
+
+
+def run_checks(expectations: dict[str, Any], files: dict[str, dict], settings: dict[str, dict]) -> pd.DataFrame:
+    """Every enabled check's rows, in the order of ``CHECKS`` (not of the config's keys, which a YAML
+    dump sorts): ``check, subject, expected, observed, passed``."""
+    on = turned_on(expectations)
+    rows = [{"check": name, **result} for name in CHECKS if name in on
+            for result in CHECKS[name].run(files[name], on[name], settings.get(name, {}))]
+    return pd.DataFrame(rows, columns=COLUMNS)

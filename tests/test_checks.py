@@ -1,0 +1,192 @@
+"""The known-truth checks (polyrag/checks.py) on small hand-made result tables: each passes where
+the truth is recovered and fails where it is not, and the config names exactly the checks there are."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from polyrag.checks import CHECKS, COLUMNS, enabled_checks, run_checks
+from polyrag.show import summary
+
+RATES = {"mock-0": 0.0, "mock-20": 0.2, "mock-50": 0.5}
+
+
+def write(path, table: pd.DataFrame) -> str:
+    if path.suffix == ".parquet":
+        table.to_parquet(path)
+    else:
+        table.to_csv(path, index=False)
+    return str(path)
+
+
+def one(name, files, expected, settings=None) -> list[dict]:
+    return CHECKS[name].run(files, expected, settings or {})
+
+
+def mock_tables(tmp_path, board_order, order_by_language):
+    board = pd.DataFrame({"model": board_order, "rank": range(1, len(board_order) + 1), "score": 0.0})
+    by_language = pd.DataFrame([{"model": model, "lang": lang, "rank": rank}
+                                for lang, order in order_by_language.items() for rank, model in enumerate(order, 1)])
+    return {"leaderboard": write(tmp_path / "leaderboard.csv", board),
+            "by_language": write(tmp_path / "leaderboard_by_language.csv", by_language)}
+
+
+def test_mock_order_passes_in_the_true_order_whatever_else_ranks_between(tmp_path):
+    true = ["mock-0", "gemma", "mock-20", "mock-50"]  # a real model between the mocks changes nothing
+    files = mock_tables(tmp_path, true, {"en": true, "NA": ["mock-0", "mock-20", "mock-50", "gemma"]})
+    rows = one("mock_order", files, True, {"error_rates": RATES})
+    assert [(r["subject"], r["passed"]) for r in rows] == [("leaderboard", True), ("every language", True)]
+    assert rows[0]["observed"] == "tau 1.00" and "mock-0 < mock-20 < mock-50" in rows[0]["expected"]
+    assert rows[1]["observed"] == "1.00 in 2 of 2 languages"  # a language named NA stays a language
+
+
+def test_mock_order_fails_when_two_mocks_swap_on_the_leaderboard_or_in_one_language(tmp_path):
+    files = mock_tables(tmp_path, ["mock-0", "mock-50", "mock-20"],
+                        {"en": ["mock-0", "mock-20", "mock-50"], "hi": ["mock-20", "mock-0", "mock-50"]})
+    board, languages = one("mock_order", files, True, {"error_rates": RATES})
+    assert not board["passed"] and board["observed"] == "tau 0.33 (mock-0 < mock-50 < mock-20)"
+    assert not languages["passed"] and languages["observed"] == "1.00 in 1 of 2 languages; hi: 0.33"
+
+
+def test_mock_order_fails_on_a_tie_in_rank(tmp_path):
+    files = mock_tables(tmp_path, ["mock-0", "mock-20", "mock-50"], {"en": ["mock-0", "mock-20", "mock-50"]})
+    board = pd.read_csv(files["leaderboard"]).assign(rank=[1, 2, 2])
+    board.to_csv(files["leaderboard"], index=False)
+    assert not one("mock_order", files, True, {"error_rates": RATES})[0]["passed"]
+
+
+def mars_cells(tmp_path, covered: int, missed: int, not_estimable: int) -> dict:
+    cells = ([{"true_score": 0.6, "ci_low": 0.5, "ci_high": 0.7, "estimable": True}] * covered
+             + [{"true_score": 0.6, "ci_low": 0.65, "ci_high": 0.8, "estimable": True}] * missed
+             + [{"true_score": 0.6, "ci_low": 0.0, "ci_high": 1.0, "estimable": False}] * not_estimable)
+    table = pd.DataFrame(cells).assign(pair="en-en", metric="cr", accuracy=0.6)
+    return {"mars_systems": write(tmp_path / "meta_eval_systems.csv", table)}
+
+
+def test_mars_coverage_passes_at_the_threshold_over_the_estimable_cells(tmp_path):
+    [result] = one("mars_coverage", mars_cells(tmp_path, covered=17, missed=3, not_estimable=0), 0.85)
+    assert result["passed"] and result["observed"].startswith("0.85 (17 of 20 estimable cells")
+
+
+def test_mars_coverage_fails_below_it_and_not_estimable_cells_do_not_lift_it(tmp_path):
+    # 16 of 20 informative intervals cover: 0.80. Counting 20 uninformative [0, 1] intervals as
+    # covering would make it 36 of 40 (0.90) and pass.
+    [result] = one("mars_coverage", mars_cells(tmp_path, covered=16, missed=4, not_estimable=20), 0.85)
+    assert not result["passed"]
+    assert result["observed"] == "0.80 (16 of 20 estimable cells; 20 not estimable left out)"
+    [result] = one("mars_coverage", mars_cells(tmp_path, covered=0, missed=0, not_estimable=5), 0.0)
+    assert not result["passed"] and result["observed"] == "no estimable cell among 5"
+
+
+def judge_games(tmp_path, judge: str, first_wins: bool | None) -> dict:
+    """Two languages x 6 questions x 3 pairs, both orders. ``first_wins`` True: the answer shown
+    first always wins; False: always the second; None: model_a always wins (no position bias)."""
+    files = {}
+    for lang in ("en", "de"):
+        games = []
+        for q in range(6):
+            for a, b in (("m1", "m2"), ("m1", "m3"), ("m2", "m3")):
+                for first in (a, b):
+                    if first_wins is None:
+                        verdict = "model_a"
+                    else:
+                        verdict = "model_a" if (first == a) == first_wins else "model_b"
+                    games.append({"query_id": f"q{q}", "model_a": a, "model_b": b, "shown_first": first,
+                                  "verdict": verdict})
+        (tmp_path / judge / lang).mkdir(parents=True)
+        files[lang] = [write(tmp_path / judge / lang / "games.parquet", pd.DataFrame(games))]
+    return {"judge_games": {judge: files}}
+
+
+@pytest.mark.parametrize("first_wins", [True, False])
+def test_position_bias_is_detected_either_way(tmp_path, first_wins):
+    [result] = one("position_bias", judge_games(tmp_path, "gemma-judge", first_wins), ["gemma-judge"])
+    assert result["passed"] and result["subject"] == "gemma-judge"
+    assert result["observed"].startswith(f"{float(first_wins):.2f} (95% CI") and "72 decisive games, 2 languages" in result["observed"]
+
+
+def test_position_bias_fails_for_a_judge_that_reads_the_answers(tmp_path):
+    [result] = one("position_bias", judge_games(tmp_path, "fair", None), ["fair"])
+    assert not result["passed"] and result["observed"].startswith("0.50 (95% CI")
+
+
+def gain_table(tmp_path, score, low, high) -> dict:
+    table = pd.DataFrame({"lang": ["en", "all"], "questions": [10, 10], "games": 20, "student_wins": [12, 12],
+                          "control_wins": [4, 4], "ties": [4, 4], "score": [score, score],
+                          "score_ci_low": [0.0, low], "score_ci_high": [1.0, high]})
+    return {"finetune_gain": write(tmp_path / "gain_over_control.csv", table)}
+
+
+def test_finetune_gain_passes_when_the_interval_lies_above_one_half(tmp_path):
+    settings = {"student": "sft", "control": "sft-base"}
+    [result] = one("finetune_gain", gain_table(tmp_path, 0.7, 0.55, 0.85), True, settings)
+    assert result["passed"] and result["subject"] == "sft vs sft-base"
+    assert result["observed"] == "0.70 (95% CI 0.55-0.85; 12 wins, 4 losses, 4 ties)"
+
+
+@pytest.mark.parametrize(("score", "low", "high"), [(0.7, 0.45, 0.95), (0.3, 0.15, 0.45), (0.7, float("nan"), 1.0)])
+def test_finetune_gain_fails_when_its_interval_reaches_one_half_or_lies_below(tmp_path, score, low, high):
+    [result] = one("finetune_gain", gain_table(tmp_path, score, low, high), True, {"student": "s", "control": "c"})
+    assert not result["passed"]
+
+
+def gold_tables(tmp_path, ranges: dict[str, tuple], stand_in_logits: dict[str, dict[str, float]]) -> dict:
+    """``ranges``: model -> (rank, rank_best, rank_worst), or None where not estimable."""
+    detailed = pd.DataFrame([{"model": model, "rank": k + 1, "score": 0.0, **(
+        {"gold_anchored_logit": 0.0, "gold_anchored_ci_low": -1.0, "gold_anchored_ci_high": 1.0,
+         "gold_anchored_rank": r[0], "gold_anchored_rank_best": r[1], "gold_anchored_rank_worst": r[2],
+         "gold_anchored_note": None} if r else
+        {"gold_anchored_note": "preferred in all of its labels"})} for k, (model, r) in enumerate(ranges.items())])
+    arenas = {}
+    for lang, logits in stand_in_logits.items():
+        table = pd.DataFrame({"model": list(logits), "logit": list(logits.values()), "ci_low": 0.0, "ci_high": 0.0})
+        arenas[lang] = write(tmp_path / f"bt_{lang}.csv", table)
+    return {"detailed": write(tmp_path / "leaderboard_detailed.csv", detailed), "stand_in_arena": arenas}
+
+
+def test_gold_agreement_passes_when_every_rank_range_holds_the_stand_ins_rank(tmp_path):
+    # The stand-in ranks a > b > c > d (mean logit over en, hi); d is not estimable from the gold
+    # labels and is left out, so the others are ranked 1-3 among themselves.
+    files = gold_tables(tmp_path, {"a": (2, 1, 2), "b": (1, 1, 2), "c": (3, 3, 3), "d": None},
+                        {"en": {"a": 1.0, "b": 0.8, "c": -0.5, "d": -1.0}, "hi": {"a": 0.6, "b": 0.7, "c": -0.4, "d": 3.0}})
+    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+    assert result["passed"] and result["observed"] == "3 of 3 models (Kendall tau 0.33)"
+
+
+def test_gold_agreement_fails_when_the_stand_ins_rank_falls_outside_a_range(tmp_path):
+    files = gold_tables(tmp_path, {"a": (1, 1, 1), "b": (2, 2, 3), "c": (3, 2, 3)},
+                        {"en": {"a": 0.0, "b": 1.0, "c": -1.0}})
+    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+    assert not result["passed"]
+    assert result["observed"].startswith("1 of 3 models") and "a: range 1-1, reference rank 2" in result["observed"]
+    files = gold_tables(tmp_path, {"a": (1, 1, 1), "b": None}, {"en": {"a": 0.0, "b": 1.0}})
+    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+    assert not result["passed"] and "nothing to compare" in result["observed"]
+
+
+def test_run_checks_writes_one_row_per_subject_and_show_prints_pass_and_fail(tmp_path):
+    files = {"mars_coverage": mars_cells(tmp_path, covered=9, missed=1, not_estimable=0),
+             "finetune_gain": gain_table(tmp_path, 0.7, 0.45, 0.95)}
+    table = run_checks({"finetune_gain": True, "mars_coverage": 0.85, "mock_order": False}, files,
+                       {"finetune_gain": {"student": "sft", "control": "sft-base"}})
+    assert list(table.columns) == COLUMNS and table["passed"].tolist() == [True, False]
+    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": 0.0, "ci_high": 0.0}).to_csv(
+        tmp_path / "leaderboard.csv", index=False)
+    table.to_csv(tmp_path / "checks.csv", index=False)
+    lines = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html").splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("Checks ("))
+    assert "1 of 2 passed" in lines[start]
+    assert lines[start + 1].startswith("PASS  mars_coverage (pair x metric x mock): expected >= 0.85")
+    assert lines[start + 2].startswith("FAIL  finetune_gain (sft vs sft-base): expected") and "; got 0.70" in lines[start + 2]
+    assert lines[-1].startswith("Report: open")
+
+
+def test_the_config_names_exactly_the_registered_checks_and_the_demo_turns_them_all_on(repo):
+    schema = yaml.safe_load((repo / "schemas" / "config.schema.yaml").read_text())
+    assert list(schema["properties"]["checks"]["properties"]) == list(CHECKS)
+    demo = yaml.safe_load((repo / "config.yaml").read_text())
+    assert list(enabled_checks(demo)) == list(CHECKS)
+    assert enabled_checks({"checks": {"mock_order": False, "mars_coverage": None, "position_bias": [],
+                                      "finetune_gain": True}}) == {"finetune_gain": True}
