@@ -37,27 +37,25 @@ MODEL = "gemma-270m"
 
 
 def settings(threads: int) -> dict[str, dict]:
-    """Candidate settings by name: the backend's options, the worker's environment, and whether
-    llama.cpp is loaded as before (``libgomp_default``: no OMP_WAIT_POLICY, as the backend sets
-    none). A thread that waits at libgomp's barrier spins GOMP_SPINCOUNT rounds (300,000 by default,
-    "infinite" under OMP_WAIT_POLICY=active, none under passive), then sleeps."""
+    """Candidate settings by name: the backend's options and the worker's environment. A thread
+    that waits at libgomp's barrier spins GOMP_SPINCOUNT rounds (300,000 by default, "infinite"
+    under OMP_WAIT_POLICY=active, none under passive), then sleeps."""
     both = {"n_threads": threads, "n_threads_batch": threads}
     fewer = max(threads - 1, 1)
-    before = {"libgomp_default": True}
     return {
-        f"{threads} threads (before)": {"options": both, "env": {}, **before},
+        f"{threads} threads (the backend's default)": {"options": both, "env": {}},
         f"{threads} threads, OMP_WAIT_POLICY=passive": {"options": both, "env": {"OMP_WAIT_POLICY": "passive"}},
         f"{fewer} thread{'s' if fewer > 1 else ''}": {"options": {"n_threads": fewer, "n_threads_batch": fewer},
-                                                        "env": {}, **before},
-        f"{threads} threads, GOMP_SPINCOUNT=1000": {"options": both, "env": {"GOMP_SPINCOUNT": "1000"}, **before},
-        f"{threads} threads, GOMP_SPINCOUNT=10000": {"options": both, "env": {"GOMP_SPINCOUNT": "10000"}, **before},
+                                                        "env": {}},
+        f"{threads} threads, GOMP_SPINCOUNT=1000": {"options": both, "env": {"GOMP_SPINCOUNT": "1000"}},
+        f"{threads} threads, GOMP_SPINCOUNT=10000": {"options": both, "env": {"GOMP_SPINCOUNT": "10000"}},
         f"decode {fewer}, prompt {threads} threads": {"options": {"n_threads": fewer, "n_threads_batch": threads},
-                                                      "env": {}, **before},
+                                                      "env": {}},
         f"{threads} threads, OMP_WAIT_POLICY=active": {"options": both, "env": {"OMP_WAIT_POLICY": "active"}},
     }
 
 
-QUICK = (0, 1, 2, 3)  # before, the setting taken (passive), one thread fewer, a short spin
+QUICK = (0, 1, 2, 3)  # the default, sleeping at once, one thread fewer, a short spin
 
 
 def worker(setting: dict, answers: int) -> None:
@@ -70,10 +68,6 @@ def worker(setting: dict, answers: int) -> None:
     from polyrag.generate.answers import build_requests
     from polyrag.llm.llama_cpp_backend import LlamaCppBackend
     from polyrag.llm.types import Request
-
-    if setting.get("libgomp_default"):  # loaded before the backend sets OMP_WAIT_POLICY: libgomp reads it once
-        os.environ.pop("OMP_WAIT_POLICY", None)
-        import llama_cpp  # noqa: F401
 
     config = validate_config(yaml.safe_load((REPO / "config.yaml").read_text()), REPO / "schemas/config.schema.yaml",
                              "config.yaml", workflow_dir=REPO)
@@ -153,7 +147,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count()),
                         help="the threads a demo Gemma job is granted (llama_cpp asks for 4, capped at the cores)")
     parser.add_argument("--quick", action="store_true", help="3 answers, four settings, 30 s a cell at most")
-    parser.add_argument("--only", nargs="*", type=int, help="indexes of the settings to run (0: before)")
+    parser.add_argument("--only", nargs="*", type=int, help="indexes of the settings to run (0: the default)")
     parser.add_argument("--cell-timeout", type=float, default=120.0, help="seconds a cell may answer for")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -52,24 +52,6 @@ def test_torch_under_transformers_gets_the_granted_threads(tmp_path):
         torch.set_num_threads(before)
 
 
-def libgomp_spin_count(repo, **environment) -> str:
-    """GOMP_SPINCOUNT as the OpenMP runtime that llama.cpp loaded through the backend reads it, in a
-    fresh process (libgomp reads its environment once, when it loads)."""
-    code = ("import ctypes\nfrom polyrag.llm.llama_cpp_backend import import_llama_cpp\nimport_llama_cpp()\n"
-            "ctypes.CDLL('libgomp.so.1').omp_display_env(1)")
-    env = {key: value for key, value in os.environ.items() if key not in {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}}
-    result = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(repo), **environment},
-                            capture_output=True, text=True, check=True)
-    return re.search(r"GOMP_SPINCOUNT = '(\d+)'", result.stderr)[1]
-
-
-def test_llama_cpp_threads_sleep_at_a_barrier_unless_the_environment_says_otherwise(repo):
-    """A thread waiting for another at llama.cpp's barrier spun 300,000 rounds first (libgomp's
-    default): beside a busy process, 117 s for an answer of 6 s (docs/llm.md#cpu-threads)."""
-    assert libgomp_spin_count(repo) == "0"  # OMP_WAIT_POLICY=passive
-    assert libgomp_spin_count(repo, OMP_WAIT_POLICY="active") == "30000000000"
-
-
 def opened_without_threads(path) -> list[int]:
     """Lines of a script that open an LLM or a pair judge without passing the job's threads."""
     return [node.lineno for node in ast.walk(ast.parse(path.read_text()))

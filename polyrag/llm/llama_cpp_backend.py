@@ -20,12 +20,11 @@ chat format.
 
 Threads: ``n_threads`` decode and read the prompt (``n_threads_batch``, by default the same; the
 workflow passes the job's granted threads, ``polyrag.llm.factory``). They meet at a barrier after
-every operation of every layer, which in llama-cpp-python's Linux build is OpenMP's (libgomp). A
-thread that arrives first spins there before it sleeps, 300,000 rounds by default: when another
-process wants a core, the spinning thread holds a core that the thread it waits for needs, and
-Gemma 270M took 117 s instead of 6 s for an answer (docs/llm.md#cpu-threads). The backend therefore
-loads llama.cpp with ``OMP_WAIT_POLICY=passive`` (sleep at once) unless the environment sets it;
-libgomp reads it once, when it loads, so it holds for the whole process.
+every operation of every layer, which in llama-cpp-python's Linux build is OpenMP's (libgomp): a
+thread that arrives first spins there (300,000 rounds) before it sleeps. That is the fastest on the
+cores a job is granted, and beside a ``nice -n 19`` process; where other processes of normal
+priority compete for the same cores, ``OMP_WAIT_POLICY=passive`` in the environment makes waiting
+threads sleep at once (docs/llm.md#cpu-threads has the measurements).
 """
 
 from __future__ import annotations
@@ -47,18 +46,6 @@ log = logging.getLogger(__name__)
 
 # llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
-
-#: OMP_WAIT_POLICY for llama.cpp's threads where the environment sets none (the module docstring).
-WAIT_POLICY = "passive"
-
-
-def import_llama_cpp():
-    """``llama_cpp``, its OpenMP runtime loaded with OMP_WAIT_POLICY=WAIT_POLICY unless the
-    environment says otherwise (``OMP_WAIT_POLICY=active`` on cores nothing else wants)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
-    import llama_cpp
-
-    return llama_cpp
 
 
 def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
@@ -118,7 +105,7 @@ class LlamaCppBackend(Backend):
         seed: int = 0,
     ):
         try:
-            llama_cpp = import_llama_cpp()
+            import llama_cpp
         except ImportError as error:
             raise BackendUnavailable(f"backend 'llama_cpp' needs llama-cpp-python: pip install llama-cpp-python ({error})") from error
         path = Path(model_path) if model_path else gguf_from_package(package, cache_dir)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from polyrag.llm.llama_cpp_backend import WAIT_POLICY
 
 
 def free_port() -> int:
@@ -39,14 +37,14 @@ def llama_server(
     model_path: str | Path, *, alias: str, log_path: str | Path, n_ctx: int = 2048, n_threads: int = 2
 ) -> Iterator[str]:
     """Yield the server's base URL (``http://127.0.0.1:PORT/v1``); stop the server on exit. Its llama.cpp
-    threads: ``n_threads`` for the prompt too, waiting as the in-process backend's do (WAIT_POLICY)."""
+    threads: ``n_threads`` for the prompt too."""
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
              "--n_threads_batch", str(n_threads), "--model_alias", alias],
-            stdout=log, stderr=subprocess.STDOUT, env={"OMP_WAIT_POLICY": WAIT_POLICY, **os.environ},
+            stdout=log, stderr=subprocess.STDOUT,
         )
     try:
         wait_for_http(f"http://127.0.0.1:{port}/v1/models", process)
