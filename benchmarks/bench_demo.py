@@ -5,6 +5,7 @@ that set the wall time, with the seconds each waited for a free core) and how mu
 time two or more jobs ran at once.
 
     .venv/bin/python benchmarks/bench_demo.py --run        # the demo in a scratch folder, then the tables
+    .venv/bin/python benchmarks/bench_demo.py --run --keep DIR   # ... in DIR, kept (results, checks)
     .venv/bin/python benchmarks/bench_demo.py DIR          # the tables of a finished run in DIR (e.g. .)
     .venv/bin/python benchmarks/bench_demo.py DIR --log PATH   # ... with its log elsewhere than DIR/snakemake.log
 
@@ -25,6 +26,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
+
+from polyrag.csv_tables import read_table
+from polyrag.show import checks_block
 
 REPO = Path(__file__).resolve().parent.parent
 #: Stages named by the first folders of their benchmark files (results/benchmarks/<stage>/...).
@@ -218,6 +222,7 @@ def main() -> None:
     parser.add_argument("run_dir", nargs="?", type=Path, help="folder of a finished run (holding results/)")
     parser.add_argument("--run", action="store_true", help="run the demo in a scratch folder first")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="with --run: run in this (new) folder and keep it, results and all")
     parser.add_argument("--log", type=Path, help=f"Snakemake's log of the run in DIR (default: DIR/{LOG_NAME})")
     args = parser.parse_args()
     if args.run == (args.run_dir is not None):
@@ -226,11 +231,17 @@ def main() -> None:
         parser.error("--run writes and reads its own log; --log is for a finished run")
     if args.log and not args.log.is_file():
         parser.error(f"no log at {args.log}")
+    if args.keep and (not args.run or args.keep.exists()):
+        parser.error("--keep takes a folder that does not exist yet, with --run")
     with tempfile.TemporaryDirectory() as scratch:
-        run_dir = Path(scratch) if args.run else args.run_dir
+        run_dir = args.run_dir or args.keep or Path(scratch)
         if args.run:
+            run_dir.mkdir(parents=True, exist_ok=True)
             seconds, jobs = run_demo(run_dir, args.cores)
             print(f"demo (run and report): {seconds / 60:.1f} min wall, {jobs} jobs, {args.cores} cores")
+            checks = run_dir / "results" / "checks.csv"
+            if checks.is_file():  # the known-truth checks, as make demo prints them
+                print("\n" + checks_block(read_table(checks), checks))
         print_table("Per stage (sums over jobs; jobs run in parallel, so the sum of wall seconds exceeds the run's)",
                     stage_table(run_dir))
         log = args.log or run_dir / LOG_NAME
