@@ -89,7 +89,7 @@ def llama_server(gemma_gguf, tmp_path_factory):
 # The longest files under `make test`, longest first (seconds on a worker, 2026-11-26): they start
 # first on the two workers, so that no long file starts late and runs alone at the end (test_mars.py,
 # sent out in alphabetical order, ended 35 s after the other worker had finished).
-LONGEST_FILES = ["test_vllm_engine.py",  # 400-650 (vLLM's CPU engine started five times)
+LONGEST_FILES = ["test_vllm_engine.py",  # 645 (vLLM's CPU engine started four times)
                  "test_workflow.py",  # 396
                  "test_budget_workflow.py",  # 126-206
                  "test_slurm.py",  # 143
