@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
