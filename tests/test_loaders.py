@@ -172,6 +172,17 @@ def test_select_questions_demo_arena_sample_and_roundtrip(repo, tmp_path):
     assert read_questions(tmp_path / "hi.parquet") == expected
 
 
+def test_a_sample_of_parallel_data_keeps_the_same_questions_in_every_language(repo, tmp_path):
+    config = {"data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 6,
+                       "arena_queries": 3}, "seed": 42, "cache_dir": str(tmp_path)}
+    samples = {lang: select_questions(config, lang) for lang in ("en", "de", "hi", "zh")}
+    chosen = {lang: [(r["query_id"], r["arena"]) for r in records] for lang, records in samples.items()}
+    assert len({tuple(ids) for ids in chosen.values()}) == 1, chosen
+    assert len(chosen["en"]) == 6 and sum(arena for _, arena in chosen["en"]) == 3
+    other_seed = select_questions({**config, "seed": 43}, "en")
+    assert [r["query_id"] for r in other_seed] != [q for q, _ in chosen["en"]]
+
+
 def test_arena_sample_is_seeded_and_sized():
     records = [{"query_id": str(i)} for i in range(50)]
     a = mark_arena(records, 20, 1, "en")

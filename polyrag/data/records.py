@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polyrag.errors import DataError
-from polyrag.seeds import rng_for
+from polyrag.seeds import stable_seed
 
 PASSAGE = pa.struct([("docid", pa.string()), ("title", pa.string()), ("text", pa.string())])
 SCHEMA = pa.schema(
@@ -90,10 +90,15 @@ def make_record(
 
 
 def subsample(records: list[dict], limit: int | None, *seed_parts: object) -> list[dict]:
-    """A seeded random subset of at most ``limit`` records, kept in their original order."""
+    """A seeded random subset of at most ``limit`` records, kept in their original order. Records are
+    drawn by question id (each id gets a rank seeded by ``seed_parts`` and the id), so that parallel
+    data (the same ids in every language: the demo, XQuAD) keep the same questions in every language
+    when ``seed_parts`` name no language: a mock system's wrong-language answer is then the same
+    question's answer in another language, not another question's."""
     if limit is None or len(records) <= limit:
         return records
-    keep = set(rng_for(*seed_parts).choice(len(records), size=limit, replace=False).tolist())
+    ranks = [(stable_seed(*seed_parts, record["query_id"]), i) for i, record in enumerate(records)]
+    keep = {i for _, i in sorted(ranks)[:limit]}
     return [r for i, r in enumerate(records) if i in keep]
 
 

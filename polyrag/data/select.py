@@ -48,9 +48,10 @@ def select_questions(config: dict, key: str, time_filter_llm=None) -> list[dict]
         from polyrag.data.time_filter import drop_time_dependent
 
         records = drop_time_dependent(records, time_filter_llm, seed, config["generation"]["max_failure_fraction"])
-    records = subsample(records, data["max_questions"], seed, "questions", key)
+    # seeded without the language: parallel data keep the same questions in every language (subsample)
+    records = subsample(records, data["max_questions"], seed, "questions")
     if not records:
         raise DataError(f"language {key!r}: no questions left from source {data['source']!r}")
-    records = mark_arena(records, data["arena_queries"], seed, key)
+    records = mark_arena(records, data["arena_queries"], seed)
     log.info("%s: %d questions kept, %d in the arena sample", key, len(records), sum(r["arena"] for r in records))
     return records
