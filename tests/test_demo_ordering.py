@@ -53,14 +53,16 @@ def test_mock_features_order_as_their_error_rates(demo):
     for lang in config["languages"]:
         means = {name: features[name, lang].mean(numeric_only=True) for name in by_error}
         for feature in ("citation_recall@10", "target_language", "answer_bleu"):
-            values = [means[name][feature] for name in by_error]
+            # rounded: two mocks with the same share of wrong-language answers tie up to float noise
+            values = [round(means[name][feature], 9) for name in by_error]
             assert values == sorted(values, reverse=True), (lang, feature, values)
-    # Strictly over all languages: each error rate costs recall. Within one language of 6 questions two
-    # mocks can tie (the 3 and 5 corrupted answers of mock-50 and mock-80 may include the same number
-    # of citation corruptions; the others change the language or the answer, not what is cited).
-    recall = [pd.concat([features[name, lang] for lang in config["languages"]])["citation_recall@10"].mean()
-              for name in by_error]
-    assert recall == sorted(recall, reverse=True) and len(set(recall)) == len(recall), recall
+    # Strictly over all languages and the three features: each corruption lowers at least one of them
+    # (a wrong citation the recall, a wrong language the target language, another passage's answer the
+    # BLEU), so every error rate costs their sum. One feature alone can tie: mock-20's one corrupted
+    # answer per language may change no citation.
+    pooled = [pd.concat([features[name, lang] for lang in config["languages"]])
+              [["citation_recall@10", "target_language", "answer_bleu"]].mean().sum() for name in by_error]
+    assert pooled == sorted(pooled, reverse=True) and len(set(pooled)) == len(pooled), pooled
 
 
 def test_mock_systems_rank_in_the_order_of_their_error_rates_in_every_language(demo):
