@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from polyrag.config.entries import backend_options
 from polyrag.errors import ConfigError
 from polyrag.features.embedding import e5_store
 from polyrag.judge.games import judge_pairs_with_llm, judge_with_reference
@@ -67,7 +66,7 @@ class LLMPairJudge(PairJudge):
 
     def __init__(self, name, entry, cache_dir, judging, threads=None):
         super().__init__(name, entry, cache_dir, judging, threads)
-        self.llm = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"], threads=threads)
+        self.llm = open_llm(name, entry, cache_dir=cache_dir, seed=judging["seed"], threads=threads)
 
     def judge(self, lang, matchups):
         return judge_pairs_with_llm(self.llm, matchups, self.judging)
