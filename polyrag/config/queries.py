@@ -6,19 +6,10 @@ A judge's kind (how it is scheduled, whether it sends prompts) comes from ``poly
 from __future__ import annotations
 
 from polyrag.finetune.student import student_entry
-from polyrag.judge.kinds import judge_kind, prompting_judges
+from polyrag.judge.kinds import KINDS, judge_kind, prompting_judges
+from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
 
-#: Cluster resources per backend, overridden by a model's own ``resources:``.
-BACKEND_RESOURCES: dict[str, dict[str, int]] = {
-    "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
-    "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
-    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 4},
-    "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
-    "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
-    "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
-    "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
-}
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
 FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
 
@@ -83,11 +74,17 @@ def model_pairs(models: list[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
 
 
+def backend_resources(backend: str) -> dict[str, int]:
+    """Default cluster resources of a backend's jobs: a judge kind's (``polyrag.judge.kinds``, which
+    takes a language model's from the LLM backends), else an LLM backend's (``polyrag.llm.backends``)."""
+    return KINDS[backend].resources if backend in KINDS else LLM_BACKENDS[backend].resources
+
+
 def model_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of one model's jobs: backend defaults, then the model's own. Attempt k
     (a retry, e.g. after SLURM killed the job at its time limit) asks for k times the runtime;
     it resumes from the LLM cache, so the time already spent is not spent again."""
-    defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
+    defaults = backend_resources(entry["backend"]) if "backend" in entry else FEATURE_MODEL_RESOURCES
     resources = {**defaults, **(entry.get("resources") or {})}
     return {**resources, "runtime": resources["runtime"] * attempt}
 
