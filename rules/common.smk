@@ -25,13 +25,18 @@ from polyrag.config.queries import (
     mars_calibration_pairs,
     model_pairs,
     model_resources,
+    budget_spec,
+    models_at,
+    placement_round,
+    round_judges,
+    settings_entry,
     wrong_language_source,
 )
 from polyrag.checks import CHECKS as KNOWN_TRUTHS, check_settings, enabled_checks
 from polyrag.config.data_files import mars_gold_files, memerag_files, question_files, recorded_files, training_files
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.judge.kinds import judge_kind, judges_scheduled
-from polyrag.arena.rounds import budget_spec, judge_round_count, models_at, placement_round, round_judges, settings_entry
+from polyrag.arena.rounds import judge_round_count
 from polyrag.errors import ConfigError
 
 try:
