@@ -59,11 +59,10 @@ from scipy.special import ndtr  # the standard normal CDF, without scipy.stats o
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import win_matrix
-from polyrag.config.queries import model_pairs
+from polyrag.config.queries import EXHAUSTIVE, model_pairs
 from polyrag.errors import ConfigError
 from polyrag.seeds import rng_for
 
-EXHAUSTIVE = "exhaustive"
 CRITERIA = ("ranking", "information", "random")
 UNIT_COLUMNS = ["round", "model_a", "model_b", "query_id", "reason"]
 

@@ -1,12 +1,12 @@
 """Config validation: JSON schema with defaults, then the checks a schema cannot express.
 
 Every problem stops the run before any job with one message that names the config file and key.
-What the rules ask of a validated config is in ``polyrag.config.queries``.
+What validation fills in (local data paths, the fine-tuned student) is in ``polyrag.config.resolve``;
+what the rules ask of a validated config is in ``polyrag.config.queries``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,8 +21,9 @@ from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
+from polyrag.config.resolve import add_student, resolve_local_data
 from polyrag.errors import ConfigError
-from polyrag.finetune.student import check_student, student_entry
+from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
 from polyrag.judge.kinds import judge_kind
 from polyrag.mars.labels import split_pair
@@ -128,48 +129,6 @@ def check_names(config: dict, source: str) -> None:
         if isinstance(lang, str) and not LANGUAGE_KEY.fullmatch(lang):
             raise ConfigError(f"{source}: languages.{index}: invalid language key {lang!r}; a key is an ISO 639 "
                               "code (de) or a question-passage pair (de-en)")
-
-
-#: Keys naming local data, and the environment variable read when the key is null.
-LOCAL_DATA_KEYS = {
-    ("meta_eval", "dir"): "POLYRAG_MEMERAG_DIR",
-    ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
-    ("mars", "few_shot", "file"): None,
-    ("mars", "calibration", "path"): None,
-    ("finetune", "training", "dir"): None,
-}
-DEMO_DIR = "resources/demo"  # data.dir of data.source: demo when null
-
-
-def local_path(value: str, workflow_dir: Path) -> str:
-    """A relative path from the working directory when it exists there, else from the workflow's
-    folder: the demo's ``resources/`` ship with the workflow, and ``snakemake --directory`` runs
-    elsewhere."""
-    if Path(value).is_absolute() or Path(value).exists() or not (workflow_dir / value).exists():
-        return value
-    return str(workflow_dir / value)
-
-
-def resolve_local_data(config: dict, workflow_dir: Path) -> None:
-    """Fill null data folders from their environment variable and resolve relative paths in place,
-    so that every stage reads the same local files (one way to point the workflow at a copy)."""
-    data = config["data"]
-    if data["dir"] is None and data["source"] == "xquad":
-        data["dir"] = os.environ.get("POLYRAG_XQUAD_DIR")
-    if data["dir"] is None and data["source"] == "demo":
-        data["dir"] = DEMO_DIR
-    if data["dir"]:
-        data["dir"] = local_path(data["dir"], workflow_dir)
-    for (*parents, key), variable in LOCAL_DATA_KEYS.items():
-        section = config
-        for parent in parents:
-            section = section.get(parent) or {}
-        if key not in section:
-            continue
-        if section[key] is None and variable:
-            section[key] = os.environ.get(variable)
-        if section[key]:
-            section[key] = local_path(section[key], workflow_dir)
 
 
 def validate_config(config: dict, schema_path: str | Path, source: str = "config",
@@ -426,13 +385,3 @@ def check_finetune(config: dict, source: str) -> None:
         missing = [lang for lang in finetune_languages(config) if not (directory / f"{lang}.jsonl").is_file()]
         if not training["dir"] or missing:
             raise ConfigError(f"{source}: finetune.training.dir: no training questions for {missing} in {training['dir']}")
-
-
-def add_student(config: dict) -> None:
-    """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter,
-    and its control (``control_name``) served the same way without it."""
-    finetune = config["finetune"]
-    config["models"][finetune["name"]] = student_entry(finetune["student"], finetune_adapter_dir(config),
-                                                       finetune["lora"]["r"])
-    if finetune["control"]:
-        config["models"][control_name(config)] = control_entry(config)
