@@ -17,7 +17,7 @@ from polyrag.data.select import select_questions
 from polyrag.features.deterministic import deterministic_features
 from polyrag.features.embedding import EmbeddingStore
 from polyrag.generate.answers import foreign_answers, generate_answers
-from polyrag.judge.games import arena_items, judge_with_reference
+from polyrag.judge.play import arena_items, judge_with_reference
 from polyrag.llm import open_llm
 from polyrag.seeds import rng_for
 from tests.conftest import with_detected_languages

@@ -8,7 +8,7 @@ import pytest
 
 from polyrag.data.demo import load_demo
 from polyrag.errors import DataError, TooManyFailures
-from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_reference
+from polyrag.judge.play import arena_items, judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
@@ -127,7 +127,7 @@ def test_a_reference_judging_job_detects_no_language(hindi, tmp_path, repo):
         "import sys\n"
         "from polyrag.csv_tables import read_table\n"
         "from polyrag.judge.kinds import open_pair_judge\n"
-        "from polyrag.judge.games import arena_items\n"
+        "from polyrag.judge.play import arena_items\n"
         "from polyrag.features.table import read_aligned\n"
         "from polyrag.judge.reference import with_answer_languages\n"
         "from polyrag.logs import run_logged\n"

@@ -17,7 +17,7 @@ from polyrag.arena.rounds import adaptive_settings, judge_round_count, question_
 from polyrag.config.queries import budget_spec, round_judges
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
-from polyrag.judge.games import arena_items
+from polyrag.judge.play import arena_items
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def judge_round_count(config: dict, judge: str, lang: str) -> int:
 
 
 def question_ids(questions: pd.DataFrame, max_questions: int | None) -> list[str]:
-    """The arena questions of a data file, as ``polyrag.judge.games.arena_items`` takes them."""
+    """The arena questions of a data file, as ``polyrag.judge.play.arena_items`` takes them."""
     ids = questions.loc[questions["arena"].astype(bool), "query_id"].astype(str).tolist()
     return ids if max_questions is None else ids[:max_questions]
 

@@ -58,7 +58,7 @@ from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations, strip_citations
-from polyrag.judge.games import shown_text
+from polyrag.judge.play import shown_text
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from polyrag.errors import ConfigError
 from polyrag.features.embedding import e5_store
-from polyrag.judge.games import judge_pairs_with_llm, judge_with_reference
+from polyrag.judge.play import judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.llm import open_llm
 from polyrag.llm.backends import LLM_BACKENDS
@@ -33,7 +33,7 @@ from polyrag.llm.backends import LLM_BACKENDS
 
 class PairJudge:
     """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
-    items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
+    items)`` (items from ``judge.play.arena_items``) and returns each matchup's game rows."""
 
     def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict, threads: int | None = None):
         self.name, self.entry, self.cache_dir, self.judging = name, entry, cache_dir, judging
