@@ -394,7 +394,7 @@ def test_tournament_averages_are_the_weighted_means_of_each_models_answers():
 
 
 def test_adding_an_unjudged_model_reads_the_held_out_evaluation_from_the_store(tmp_path, monkeypatch):
-    """The 50 held-out refits depend on the judged models only: a model added with judge: false
+    """The 50 held-out refits depend on the judged models only: a model added with judged: false
     reuses them (same metrics as computed afresh), a change in the judged models' logits does not."""
     from polyrag.arena import surrogate as module
 

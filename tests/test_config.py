@@ -33,7 +33,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert config["generation"]["max_failure_fraction"] == 0.05
     assert config["cache_dir"] == ".cache/polyrag"
     mock = config["models"]["mock-20"]
-    assert mock["judge"] is True and mock["wrong_language_from"] is None
+    assert mock["judged"] is True and mock["wrong_language_from"] is None
     assert wrong_language_source(mock, "en", config["languages"]) == "de"
     assert wrong_language_source(mock, "hi", config["languages"]) == "en"
     assert wrong_language_source(mock, "de-en", ["de", "de-en", "en-de"]) == "en-de"
@@ -73,7 +73,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(features={"llm": {"judge": "reference"}}), "features.llm.judge: 'reference' is not an LLM judge"),
         (lambda c: c["judges"].update(x={"backend": "reference", "tie_margin": -1}), "judges.x.tie_margin: -1 is less than"),
         (lambda c: c["judges"]["gemma-judge"].update(contestants=["gemma-270m", "gpt-5"]),
-         "judges.gemma-judge.contestants: ['gpt-5'] are not models with judge: true"),
+         "judges.gemma-judge.contestants: ['gpt-5'] are not models with judged: true"),
         (lambda c: c["judges"]["gemma-judge"].update(max_questions=0), "judges.gemma-judge.max_questions: 0 is less than"),
         (lambda c: c["models"]["mock-20"].update(contestants=["mock-50", "mock-80"]),
          "models.mock-20.contestants: only a judge under judges: takes contestants"),

@@ -5,7 +5,7 @@ rank, model, score with its 95% interval, the joint rank range, judged; under a 
 games and share spent); ``results/leaderboard_detailed.csv`` holds every column below.
 
 In each language, a judged model's arena logit is its Bradley-Terry logit; a model that was not
-judged (``judge: false``) takes the surrogate's prediction, on the same scale. Per language,
+judged (``judged: false``) takes the surrogate's prediction, on the same scale. Per language,
 models are ranked by that logit. Overall:
 
 - ``score`` is the mean arena logit over languages;

@@ -24,8 +24,8 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
 
 
 def judged_models(config: dict) -> list[str]:
-    """Models that take part in pairwise judging (``judge: true``), sorted."""
-    return sorted(name for name, entry in config["models"].items() if entry["judge"])
+    """Models that take part in pairwise judging (``judged: true``), sorted."""
+    return sorted(name for name, entry in config["models"].items() if entry["judged"])
 
 
 def meta_evaluators(config: dict) -> list[str]:
@@ -232,7 +232,7 @@ def joined(config: dict, judge: str) -> dict[str, int]:
     judged = judged_models(config)
     for model in late:
         if model not in judged:
-            raise ConfigError(f"arena.adaptive.joined.{model}: not a judged model (models: with judge: true)")
+            raise ConfigError(f"arena.adaptive.joined.{model}: not a judged model (models: with judged: true)")
     return {model: late.get(model, 0) for model in judge_contestants(config, judge)}
 
 

@@ -200,7 +200,7 @@ def check_semantics(config: dict, source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: arena.budget_by_language: {unknown} not among languages {languages}")
     if config["judges"] and len(judged_models(config)) < 2:
-        raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
+        raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judged: true, "
                           f"found {judged_models(config)}")
     check_judges(config, source)
     meta_eval = config["meta_eval"]
@@ -285,7 +285,7 @@ def check_judges(config: dict, source: str) -> None:
                 f"judges.{name}.weights.similarity: 0 (citations and language only) or use another judge")
         unknown = [model for model in entry.get("contestants") or [] if model not in judged]
         if unknown:
-            raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judge: true "
+            raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judged: true "
                               f"(judged models: {judged})")
         if judge_kind(entry, name).scheduling != "panel":
             continue

@@ -9,7 +9,7 @@ from polyrag.llm.backends import LLM_BACKENDS
 
 # Keys of the student's config that the generation stage's model entry takes as they are, per backend
 # that serves an adapter (``adapters`` in ``polyrag.llm.backends``).
-COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judge")
+COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judged")
 SERVING_KEYS = {
     "transformers": ("mode", "device", "dtype", "batch_size", *COMMON_KEYS),
     "vllm": ("mode", "dtype", "max_model_len", *COMMON_KEYS),

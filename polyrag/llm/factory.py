@@ -12,7 +12,7 @@ from polyrag.llm.client import LLM
 # Keys of a ``models:`` or ``judges:`` entry that the workflow reads (sampling, scheduling, the arena),
 # not the backend. wrong_language_from is a mock system's option read by the generation stage (which
 # answers it copies), not by the mock backend.
-WORKFLOW_KEYS = frozenset({"judge", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
+WORKFLOW_KEYS = frozenset({"judged", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
                            "contestants", "max_questions", "members", "wrong_language_from"})
 
 
