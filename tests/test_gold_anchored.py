@@ -70,12 +70,12 @@ def test_lambda_zero_is_the_bradley_terry_fit_of_the_gold_labels_alone():
     wins = np.zeros((MODELS, MODELS))
     np.add.at(wins, (pairs[labelled, 0], pairs[labelled, 1]), y[labelled])
     np.add.at(wins, (pairs[labelled, 1], pairs[labelled, 0]), 1 - y[labelled])
-    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, alpha=1e-10), abs=1e-6)
+    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, regularization=1e-10), abs=1e-6)
     # And the judge-only logits are the same fit of every unit's judge value.
     judged = np.zeros((MODELS, MODELS))
     np.add.at(judged, (pairs[:, 0], pairs[:, 1]), yhat)
     np.add.at(judged, (pairs[:, 1], pairs[:, 0]), 1 - yhat)
-    assert fits["judge_only"].logit == pytest.approx(fit_logits(judged, alpha=1e-10), abs=1e-6)
+    assert fits["judge_only"].logit == pytest.approx(fit_logits(judged, regularization=1e-10), abs=1e-6)
 
 
 def test_centred_logits_do_not_depend_on_the_anchor():

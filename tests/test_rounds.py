@@ -35,7 +35,7 @@ def test_exhaustive_is_the_default_and_judges_no_rounds(demo_config, repo):
     config = check(demo_config, repo)
     assert config["arena"]["budget"] == "exhaustive" and config["arena"]["budget_by_language"] == {}
     assert round_judges(config) == []
-    assert adaptive_settings(config) == AdaptiveSettings(alpha=config["arena"]["regularization"])
+    assert adaptive_settings(config) == AdaptiveSettings(regularization=config["arena"]["regularization"])
 
 
 def test_demo_budget_rounds(demo_config, repo):

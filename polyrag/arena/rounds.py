@@ -21,7 +21,7 @@ from polyrag.config.queries import arena_questions, budget_spec, joined, setting
 
 
 def adaptive_settings(config: dict) -> AdaptiveSettings:
-    return AdaptiveSettings(**settings_entry(config), alpha=config["arena"]["regularization"])
+    return AdaptiveSettings(**settings_entry(config), regularization=config["arena"]["regularization"])
 
 
 def judge_round_count(config: dict, judge: str, lang: str) -> int:
