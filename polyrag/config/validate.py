@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
-from polyrag.checks import lacking
+from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,

@@ -1,5 +1,6 @@
 # The input functions and constants of rules/checks.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.checks import CHECKS as KNOWN_TRUTHS, check_settings, enabled_checks
+from polyrag.checks import CHECKS as KNOWN_TRUTHS
+from polyrag.config.checks import check_settings, enabled_checks
 
 CHECKS = enabled_checks(config)  # the known-truth checks turned on, with their expectations
 CHECK_SETTINGS = check_settings(config)
