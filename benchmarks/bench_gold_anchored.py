@@ -38,9 +38,9 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from polyrag.arena.gold_anchored import (Fit, active_fit, active_inclusion_probabilities, anchored_fit,  # noqa: E402
-                                         centred, centring, design, effective_labels, gold_only_covariance,
-                                         normal_interval, rank_sets)
+from polyrag.arena.active import active_fit, active_inclusion_probabilities  # noqa: E402
+from polyrag.arena.gold_anchored import effective_labels, normal_interval, rank_sets  # noqa: E402
+from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, gold_only_covariance  # noqa: E402
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
 COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1

@@ -15,10 +15,10 @@ import pytest
 from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
-from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, agreement_over_languages,
-                                         anchored_fit, design,
-                                         effective_labels, gold_anchored, gold_anchored_table, judge_gold_agreement,
-                                         rank_sets)
+from polyrag.arena.active import active_fit, active_inclusion_probabilities
+from polyrag.arena.gold_anchored import effective_labels, gold_anchored, gold_anchored_table, rank_sets
+from polyrag.arena.label_agreement import agreement_over_languages, judge_gold_agreement
+from polyrag.arena.ppi_fit import anchored_fit, design
 from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
@@ -91,7 +91,7 @@ def test_centred_logits_do_not_depend_on_the_anchor():
 
 def test_rank_sets_order_only_what_the_ellipsoid_separates():
     """Two far-apart models are ordered; two equal ones are not (a hand-built covariance)."""
-    from polyrag.arena.gold_anchored import Fit
+    from polyrag.arena.ppi_fit import Fit
     fit = Fit(logit=np.array([1.0, -1.0, -0.05, 0.05]), covariance=np.eye(4) * 0.01, lam=0.5, converged=True)
     best, worst = rank_sets(fit)
     # bound: chi2(3, 0.95) = 7.81; sd of a difference sqrt(0.02): 0.395 separates, 0.1 does not.
