@@ -44,7 +44,7 @@ JUDGES = list(config["judges"])
 # The optional stages' sections (None: the stage is off); later stages' rules read earlier ones'.
 META_EVAL = config["meta_eval"] and {**config["meta_eval"], "seed": config["seed"]}
 MARS = config["mars"]
-GOLD = config["arena"]["gold"]
+GOLD = config["arena"]["human_labels"]
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 
 # The output contract (docs: DESIGN.md), written once: every stage reads these.

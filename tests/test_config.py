@@ -357,9 +357,9 @@ KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, pos
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
         (lambda c: c.update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
         (lambda c: c["finetune"].update(control=False), "checks.finetune_gain: needs finetune: with its control"),
-        (lambda c: c["arena"].update(gold=None), "checks.gold_agreement: needs arena.gold with a stand_in labeller"),
-        (lambda c: c["arena"]["gold"].update(labels={"de": "config.yaml"}),
-         "checks.gold_agreement: arena.gold.labels gives people's labels for ['de']"),
+        (lambda c: c["arena"].update(human_labels=None), "checks.gold_agreement: needs arena.human_labels with a stand_in labeller"),
+        (lambda c: c["arena"]["human_labels"].update(labels={"de": "config.yaml"}),
+         "checks.gold_agreement: arena.human_labels.labels gives people's labels for ['de']"),
     ],
 )
 def test_a_check_whose_ingredients_the_config_lacks_is_one_error_naming_it(demo_config, repo, monkeypatch, edit,
@@ -378,7 +378,7 @@ def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
     monkeypatch.chdir(repo)
     config = copy.deepcopy(demo_config)
     config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
-    config["arena"]["gold"] = None
+    config["arena"]["human_labels"] = None
     assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
                                              "mars_coverage": None, "gold_agreement": False}
     del config["checks"]

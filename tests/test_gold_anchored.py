@@ -253,7 +253,7 @@ def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
     refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the gold labels need columns unit_id and label")
     refused('{"unit_id": "x"\n', r"filled.jsonl: line 1: not JSON", name="filled.jsonl")
     refused("unit_id\tlabel\n", r"filled.tsv: gold labels must be .csv, .jsonl", name="filled.tsv")
-    with pytest.raises(DataError, match=r"arena.gold.sample: 99 units asked in 'en', which has 18"):
+    with pytest.raises(DataError, match=r"arena.human_labels.sample: 99 units asked in 'en', which has 18"):
         sample_units(judge_units(games, "en"), "en", seed=7, count=99)
 
 

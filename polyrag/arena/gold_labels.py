@@ -67,7 +67,7 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
     population = units.sort_values("unit_id", ignore_index=True)
     size = count if count is not None else floor_count(share * len(population))
     if size > len(population):
-        raise DataError(f"arena.gold.sample: {size} units asked in {lang!r}, which has {len(population)}")
+        raise DataError(f"arena.human_labels.sample: {size} units asked in {lang!r}, which has {len(population)}")
     rng = rng_for(seed, "gold-sample", lang)
     if design == "active":
         probability = active_inclusion_probabilities(population["judge_value"].to_numpy(float), size, floor)

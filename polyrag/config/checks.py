@@ -68,17 +68,17 @@ def finetune_names(config: dict, expected: Any) -> dict:
 
 
 def gold_agreement_lacks(config: dict, expected: Any) -> str | None:
-    gold = config["arena"]["gold"]
+    gold = config["arena"]["human_labels"]
     if gold is None or gold["stand_in"] is None:
-        return "needs arena.gold with a stand_in labeller (the known truth is the stand-in's own ranking)"
+        return "needs arena.human_labels with a stand_in labeller (the known truth is the stand-in's own ranking)"
     if gold["labels"]:
-        return (f"arena.gold.labels gives people's labels for {sorted(gold['labels'])}: the gold-anchored ranking "
+        return (f"arena.human_labels.labels gives people's labels for {sorted(gold['labels'])}: the gold-anchored ranking "
                 "is then no longer the stand-in's to recover")
     return None
 
 
 def gold_stand_in(config: dict, expected: Any) -> dict:
-    return {"stand_in": config["arena"]["gold"]["stand_in"]}
+    return {"stand_in": config["arena"]["human_labels"]["stand_in"]}
 
 
 

@@ -187,8 +187,8 @@ def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
 
 
 def gold_languages(config: dict) -> list[str]:
-    """Languages whose gold labels exist: a filled file under arena.gold.labels, or the stand-in's."""
-    gold = config["arena"]["gold"]
+    """Languages whose gold labels exist: a filled file under arena.human_labels.labels, or the stand-in's."""
+    gold = config["arena"]["human_labels"]
     if gold is None:
         return []
     return [lang for lang in config["languages"] if lang in gold["labels"] or gold["stand_in"] is not None]

@@ -243,29 +243,29 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
     if config["mars"] is not None:
         check_mars(config, source)
-    if config["arena"]["gold"] is not None:
+    if config["arena"]["human_labels"] is not None:
         check_gold(config, source)
 
 
 def check_gold(config: dict, source: str) -> None:
-    gold = config["arena"]["gold"]
+    gold = config["arena"]["human_labels"]
     for key in ("judge", "stand_in"):
         name = gold[key]
         if name is not None and name not in config["judges"]:
-            raise ConfigError(f"{source}: arena.gold.{key}: {name!r} is not a judge under judges:")
+            raise ConfigError(f"{source}: arena.human_labels.{key}: {name!r} is not a judge under judges:")
     if gold["stand_in"] == gold["judge"]:
-        raise ConfigError(f"{source}: arena.gold.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
+        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
                           "itself; its labels would only repeat the judge's verdicts")
     if gold["stand_in"] is not None:
         missing = set(judge_contestants(config, gold["judge"])) - set(judge_contestants(config, gold["stand_in"]))
         if missing:
-            raise ConfigError(f"{source}: arena.gold.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
+            raise ConfigError(f"{source}: arena.human_labels.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
                               f"which the judge {gold['judge']!r} does: it could not label their units")
     for lang, path in gold["labels"].items():
         if lang not in config["languages"]:
-            raise ConfigError(f"{source}: arena.gold.labels: {lang!r} is not among languages {config['languages']}")
+            raise ConfigError(f"{source}: arena.human_labels.labels: {lang!r} is not among languages {config['languages']}")
         if not Path(path).exists():
-            raise ConfigError(f"{source}: arena.gold.labels.{lang}: {path} does not exist")
+            raise ConfigError(f"{source}: arena.human_labels.labels.{lang}: {path} does not exist")
 
 
 def check_judges(config: dict, source: str) -> None:
