@@ -140,7 +140,7 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
 
 def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> pd.DataFrame:
     """``gold_anchored_*``: each model's logit, interval and joint rank-set anchored on gold labels
-    (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge, and for
+    (``polyrag.arena.label_anchored``; empty for models the gold judge does not judge, and for
     models whose gold-anchored logit is not estimable, which ``gold_anchored_note`` explains), and
     ``gold_anchored_by``, which judge and how many labels over which languages."""
     scope = gold["scope"].iloc[0]

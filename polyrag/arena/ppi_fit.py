@@ -1,5 +1,5 @@
 """The PPI++ fit of Bradley-Terry logits to gold labels and a judge's values (prediction-powered
-inference for the arena; the ranking built on it is ``polyrag.arena.gold_anchored``).
+inference for the arena; the ranking built on it is ``polyrag.arena.label_anchored``).
 
 A unit is one question and one unordered model pair ``(model_a, model_b)``. Every unit has the
 judge's value ``yhat`` (model_a's mean score over the judge's valid orders); a uniform random

@@ -165,7 +165,7 @@ def gold_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list[
                         alpha: float = 0.05, lam: float | None = None, cluster_by_question: bool = True,
                         active: bool = False) -> pd.DataFrame:
     """The gold-anchored leaderboard of one judge (``units``: ``polyrag.arena.units.judge_units``,
-    possibly of several languages; ``labels``: ``polyrag.arena.gold_labels.gold_labels``, with
+    possibly of several languages; ``labels``: ``polyrag.arena.human_labels.gold_labels``, with
     ``inclusion_probability`` read when ``active``)."""
     unknown = sorted(set(labels["unit_id"]) - set(units["unit_id"]))
     if unknown:

@@ -16,10 +16,10 @@ from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.active import active_fit, active_inclusion_probabilities
-from polyrag.arena.gold_anchored import effective_labels, gold_anchored, gold_anchored_table, rank_sets
+from polyrag.arena.label_anchored import effective_labels, gold_anchored, gold_anchored_table, rank_sets
 from polyrag.arena.label_agreement import agreement_over_languages, judge_gold_agreement
 from polyrag.arena.ppi_fit import anchored_fit, design
-from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
+from polyrag.arena.human_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
 from polyrag.errors import DataError
