@@ -164,7 +164,7 @@ def known_strengths(truth: pd.Series, models: list[str]):
     """Rounds choose with the true (centred) strengths in place of the fit of the games so far."""
     centred = (truth[models] - truth[models].mean()).to_numpy()
     original = adaptive.fit_logits
-    adaptive.fit_logits = lambda wins, alpha: centred.copy()
+    adaptive.fit_logits = lambda wins, regularization: centred.copy()
     try:
         yield
     finally:

@@ -119,14 +119,14 @@ def write_reference_dataset(games: pd.DataFrame, folder: Path) -> None:
         f"    path: {REFERENCE_LANGUAGE}/dev.parquet\n---\n")
 
 
-def run_polyrag(games: pd.DataFrame, models: list[str], folder: Path, alpha: float, n_bootstrap: int,
+def run_polyrag(games: pd.DataFrame, models: list[str], folder: Path, regularization: float, n_bootstrap: int,
                 seed: int) -> dict:
     paths = write_judgments(games, folder)
     start = time.perf_counter()
     read = read_games(paths)
     load = time.perf_counter() - start
     start = time.perf_counter()
-    table, bootstrap, _ = bradley_terry(read, models, alpha, n_bootstrap, rng_for(seed, "bootstrap", "bench", "xx"))
+    table, bootstrap, _ = bradley_terry(read, models, regularization, n_bootstrap, rng_for(seed, "bootstrap", "bench", "xx"))
     fit = time.perf_counter() - start
     point = table.set_index("model")["logit"].reindex(models)
     median = bootstrap.groupby("model")["logit"].median().reindex(models)
@@ -175,14 +175,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--mirage-python", help="interpreter of an environment with mirage-bench 0.0.4")
     args = parser.parse_args()
-    alpha = default_regularization()
+    regularization = default_regularization()
     games, truth = simulate(args.models, args.questions, args.spread, args.tie_prob, args.seed)
     models = list(truth.index)
     best = truth.idxmax()
     swept = undefeated(games, best)
     with tempfile.TemporaryDirectory() as tmp:
-        ours = run_polyrag(games, models, Path(tmp) / "judgments", alpha, args.bootstrap, args.seed)
-    ours_swept = pd.Series(fit_logits(win_matrix(swept, models), alpha), index=models)
+        ours = run_polyrag(games, models, Path(tmp) / "judgments", regularization, args.bootstrap, args.seed)
+    ours_swept = pd.Series(fit_logits(win_matrix(swept, models), regularization), index=models)
     n_pairs = len(model_pairs(models))
     print(f"\nBradley-Terry on {len(games)} simulated games: {args.models} models, {args.questions} questions, "
           f"{n_pairs} pairs in both orders, {(games['verdict'] == 'tie').mean():.0%} ties; "
@@ -192,7 +192,7 @@ def main() -> None:
     rows = [agreement("polyrag point fit", ours["point"], ours["point"], truth),
             agreement(f"polyrag median of {args.bootstrap} tournaments", ours["median"], ours["point"], truth)]
     swept_rows = [{"implementation": "polyrag", **agreement("point fit", ours_swept, ours_swept, truth),
-                   f"logit of {best}": ours_swept[best], "notes": f"L2-penalised ML, alpha={alpha}"}]
+                   f"logit of {best}": ours_swept[best], "notes": f"L2-penalised ML, regularization={regularization}"}]
     notes = []
     if args.mirage_python:
         reference = run_reference(args.mirage_python, [

@@ -29,7 +29,7 @@ from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
 from polyrag.generate.answers import build_requests
 from polyrag.llm.chat_text import messages_to_text
-from polyrag.llm.llama_cpp_backend import gguf_from_package
+from polyrag.llm.weights import gguf_from_package
 
 REPO = Path(__file__).resolve().parent.parent
 BATCH = 512  # llama.cpp's default n_batch, as polyrag's backend uses

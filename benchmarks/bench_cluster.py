@@ -94,7 +94,7 @@ def main() -> None:
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         runs = [dry_run(config_path, workdir) for _ in range(args.repeats)]
     jobs = job_table(runs[0][0])
-    judged = sum(entry.get("judge", True) for entry in config["models"].values())
+    judged = sum(entry.get("judged", True) for entry in config["models"].values())
     print(f"configs/mirage-bench.yaml scaled to {len(config['models'])} models ({judged} judged, "
           f"{judged * (judged - 1) // 2} pairs) x {len(config['languages'])} languages, through profiles/slurm, "
           f"arena.budget: {config.get('arena', {}).get('budget', 'exhaustive')}\n")

@@ -25,7 +25,7 @@ import pandas as pd
 
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
-from polyrag.llm.llama_cpp_backend import gguf_from_package
+from polyrag.llm.weights import gguf_from_package
 from polyrag.llm.llama_server import llama_server
 from polyrag.llm.openai_backend import OpenAIBackend
 from polyrag.llm.types import Request

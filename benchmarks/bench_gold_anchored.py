@@ -1,4 +1,4 @@
-"""Coverage of the gold-anchored arena (polyrag/arena/gold_anchored.py) on simulated arenas.
+"""Coverage of the gold-anchored arena (polyrag/arena/label_anchored.py) on simulated arenas.
 
 Each arena: 8 models, 200 questions, every pair on every question (5,600 units). Model i's
 strength on question q is ``theta_i + e_qi`` (``e`` ~ N(0, 0.5^2): questions favour models
@@ -38,9 +38,9 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from polyrag.arena.gold_anchored import (Fit, active_fit, active_inclusion_probabilities, anchored_fit,  # noqa: E402
-                                         centred, centring, design, effective_labels, gold_only_covariance,
-                                         normal_interval, rank_sets)
+from polyrag.arena.active import active_fit, active_inclusion_probabilities  # noqa: E402
+from polyrag.arena.label_anchored import effective_labels, normal_interval, rank_sets  # noqa: E402
+from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, gold_only_covariance  # noqa: E402
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
 COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1
@@ -158,7 +158,7 @@ def table_seed(args: tuple) -> dict:
     their logits centred over themselves, beside every model's interval of the unrestricted fit
     (an unbounded one counted as covering) and that of the models left out of a finite fit; and
     the root-mean-square error of PPI++ over that of gold-only where both fits are finite."""
-    from polyrag.arena.gold_anchored import gold_anchored, gold_anchored_table
+    from polyrag.arena.label_anchored import gold_anchored, gold_anchored_table
 
     global QUESTIONS
     scenario, judge, seed, questions, budget = args

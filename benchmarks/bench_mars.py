@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.llm.types import Request
 from polyrag.mars.gold import gold_items
@@ -56,7 +55,7 @@ def synthetic_questions(gold: pd.DataFrame, questions: int) -> list[dict]:
     requests = [Request(prompt=p, temperature=0.7, max_tokens=32, seed=0, stop=["\n"]) for p in prompts]
     rows = []
     with tempfile.TemporaryDirectory() as cache:
-        llm = open_llm("gemma-270m", backend_options(GEMMA), cache_dir=cache, seed=0)
+        llm = open_llm("gemma-270m", GEMMA, cache_dir=cache, seed=0)
         for run in ("model", "cache"):
             start = time.perf_counter()
             llm.generate(requests, desc="synthetic questions")

@@ -117,9 +117,9 @@ def write_scale(run_dir: Path, languages: list[str], questions: int, models: int
 
 def add_model(config_path: Path) -> None:
     """One more mock system, its error rate between the others', ranked by the surrogate judge
-    without being judged (``judge: false``), as MIRAGE-BENCH adds a model to a judged arena."""
+    without being judged (``judged: false``), as MIRAGE-BENCH adds a model to a judged arena."""
     config = yaml.safe_load(config_path.read_text())
-    config["models"][NEW_MODEL] = {"backend": "mock", "error_rate": 0.45, "judge": False}
+    config["models"][NEW_MODEL] = {"backend": "mock", "error_rate": 0.45, "judged": False}
     config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from polyrag.config.entries import backend_options
 from polyrag.config.queries import control_name, generation_settings
 from polyrag.config.validate import validate_config
 from polyrag.data.records import read_questions
@@ -32,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def answer_all(entry: dict, requests: list, cache_dir: Path, seed: int) -> tuple[list[str | None], float]:
-    backend = make_backend("student", backend_options(entry), cache_dir=cache_dir, seed=seed)
+    backend = make_backend("student", entry, cache_dir=cache_dir, seed=seed)
     start = time.perf_counter()
     texts = [None] * len(requests)
     for i, response in backend.stream(requests):

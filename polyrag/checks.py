@@ -7,18 +7,16 @@ subject, what was expected, what came out and whether that passed (``results/che
 printed by ``make demo`` after the leaderboard). A failed check is a row, never an error: the run
 still writes its outputs.
 
-``CHECKS`` is the one table of checks: a config key under ``checks:`` (schemas/config.schema.yaml)
+``CHECKS`` is the table of checks: a config key under ``checks:`` (schemas/config.schema.yaml)
 names an entry and its expectation. An entry says
 
 - ``reads``: the files it needs, by ingredient name; rules/checks.smk resolves each ingredient to
   the rule outputs that hold it (``leaderboard``, ``by_language``, ``detailed``, ``mars_systems``,
   ``finetune_gain``, ``judge_games``, ``stand_in_arena``);
-- ``lacks``: what the config must have for the check to mean anything, as one message (None when
-  nothing is lacking): checked when the config is validated, so a check never fails for want of
-  an ingredient;
-- ``settings``: the few config facts it reads (the rule's params: editing anything else reruns
-  nothing);
 - ``run``: (files, expected, settings) -> rows of ``subject, expected, observed, passed``.
+
+What each check needs from the config (what it lacks, the settings it reads) lives in
+``polyrag.config.checks``, so that validating a config imports no check's reader.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from scipy.stats import kendalltau
 
 from polyrag.arena.games import position_bias, read_games
 from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
-from polyrag.config.queries import arena_judge, control_name
+from polyrag.config.checks import turned_on
 from polyrag.csv_tables import read_table
 
 COLUMNS = ["check", "subject", "expected", "observed", "passed"]
@@ -42,9 +40,7 @@ COLUMNS = ["check", "subject", "expected", "observed", "passed"]
 @dataclass(frozen=True)
 class Check:
     reads: tuple[str, ...]
-    lacks: Callable[[dict, Any], str | None]
     run: Callable[[dict, Any, dict], list[dict]]
-    settings: Callable[[dict, Any], dict] = lambda config, expected: {}
 
 
 def row(subject: str, expected: str, observed: str, passed: bool) -> dict:
@@ -52,20 +48,6 @@ def row(subject: str, expected: str, observed: str, passed: bool) -> dict:
 
 
 # --- mock_order: mock systems rank as their error rates say ---------------------------------------
-
-def mock_error_rates(config: dict) -> dict[str, float]:
-    return {name: entry["error_rate"] for name, entry in config["models"].items() if entry["backend"] == "mock"}
-
-
-def mock_order_lacks(config: dict, expected: Any) -> str | None:
-    rates = mock_error_rates(config)
-    if arena_judge(config) is None:
-        return "needs an arena (a judge under judges:) to rank the mock systems"
-    # Two mocks of one error rate have no known order between them (tau would fall below 1 on them).
-    if len(rates) < 2 or len(set(rates.values())) < len(rates):
-        return (f"needs at least two mock systems (backend: mock), each with an error_rate of its own, found "
-                f"{rates or 'none'}")
-    return None
 
 
 def mock_tau(ranks: pd.Series, rates: dict[str, float]) -> float:
@@ -99,11 +81,6 @@ def mock_order(files: dict, expected: Any, settings: dict) -> list[dict]:
 
 # --- mars_coverage: MARS's intervals cover the mock systems' known accuracies ----------------------
 
-def mars_coverage_lacks(config: dict, expected: Any) -> str | None:
-    if not config["mars"] or not config["mars"]["meta_eval"]:
-        return "needs mars: with meta_eval: (the mock systems of known accuracy)"
-    return None
-
 
 def mars_coverage(files: dict, expected: float, settings: dict) -> list[dict]:
     """The share of (pair, metric, mock system) cells whose 95% interval holds the system's known
@@ -123,12 +100,6 @@ def mars_coverage(files: dict, expected: float, settings: dict) -> list[dict]:
 
 
 # --- position_bias: a judge known to pick the answer it reads first is caught ----------------------
-
-def position_bias_lacks(config: dict, expected: list[str]) -> str | None:
-    missing = [name for name in expected if name not in config["judges"]]
-    if missing:
-        return f"{missing} not among the judges under judges: ({sorted(config['judges'])})"
-    return None
 
 
 def pooled_position_bias(games_by_language: dict[str, list[str]]) -> dict:
@@ -159,13 +130,6 @@ def position_bias_check(files: dict, expected: list[str], settings: dict) -> lis
 
 # --- finetune_gain: the fine-tuned student beats its control ---------------------------------------
 
-def finetune_gain_lacks(config: dict, expected: Any) -> str | None:
-    if not config["finetune"] or control_name(config) is None:
-        return "needs finetune: with its control (finetune.control: true)"
-    if arena_judge(config) is None:
-        return "needs an arena judge (judges:) to judge the student against its control"
-    return None
-
 
 def finetune_gain(files: dict, expected: Any, settings: dict) -> list[dict]:
     """The student's score against its control over all languages (a win 1, a tie 0.5): its gain
@@ -179,20 +143,7 @@ def finetune_gain(files: dict, expected: Any, settings: dict) -> list[dict]:
                 bool(low > 0.5))]
 
 
-def finetune_names(config: dict, expected: Any) -> dict:
-    return {"student": config["finetune"]["name"], "control": control_name(config)}
-
-
 # --- gold_agreement: gold labels from a stand-in judge give back that judge's ranking --------------
-
-def gold_agreement_lacks(config: dict, expected: Any) -> str | None:
-    gold = config["arena"]["gold"]
-    if gold is None or gold["stand_in"] is None:
-        return "needs arena.gold with a stand_in labeller (the known truth is the stand-in's own ranking)"
-    if gold["labels"]:
-        return (f"arena.gold.labels gives people's labels for {sorted(gold['labels'])}: the gold-anchored ranking "
-                "is then no longer the stand-in's to recover")
-    return None
 
 
 def stand_in_ranks(arenas: dict[str, str], models: list[str]) -> pd.Series:
@@ -228,44 +179,13 @@ def gold_agreement(files: dict, expected: Any, settings: dict) -> list[dict]:
     return [row(f"gold-anchored vs {stand_in}", wanted, observed, not outside)]
 
 
-def gold_stand_in(config: dict, expected: Any) -> dict:
-    return {"stand_in": config["arena"]["gold"]["stand_in"]}
-
-
-CHECKS: dict[str, Check] = {
-    "mock_order": Check(reads=("leaderboard", "by_language"), lacks=mock_order_lacks, run=mock_order,
-                        settings=lambda config, expected: {"error_rates": mock_error_rates(config)}),
-    "mars_coverage": Check(reads=("mars_systems",), lacks=mars_coverage_lacks, run=mars_coverage),
-    "position_bias": Check(reads=("judge_games",), lacks=position_bias_lacks, run=position_bias_check),
-    "finetune_gain": Check(reads=("finetune_gain",), lacks=finetune_gain_lacks, run=finetune_gain,
-                           settings=finetune_names),
-    "gold_agreement": Check(reads=("detailed", "stand_in_arena"), lacks=gold_agreement_lacks, run=gold_agreement,
-                            settings=gold_stand_in),
+CHECKS: dict[str, Check] = {  # the same names, in the same order, as polyrag.config.checks.NEEDS
+    "mock_order": Check(reads=("leaderboard", "by_language"), run=mock_order),
+    "mars_coverage": Check(reads=("mars_systems",), run=mars_coverage),
+    "position_bias": Check(reads=("judge_games",), run=position_bias_check),
+    "finetune_gain": Check(reads=("finetune_gain",), run=finetune_gain),
+    "gold_agreement": Check(reads=("detailed", "stand_in_arena"), run=gold_agreement),
 }
-
-
-def turned_on(expectations: dict[str, Any]) -> dict[str, Any]:
-    """The checks these expectations turn on (false, null and an empty list turn a check off)."""
-    return {name: expected for name, expected in expectations.items()
-            if expected is not None and expected is not False and expected != []}
-
-
-def enabled_checks(config: dict) -> dict[str, Any]:
-    """The checks the config turns on, by name, with their expectations."""
-    return turned_on(config.get("checks") or {})
-
-
-def check_settings(config: dict) -> dict[str, dict]:
-    return {name: CHECKS[name].settings(config, expected) for name, expected in enabled_checks(config).items()}
-
-
-def lacking(config: dict) -> tuple[str, str] | None:
-    """(check name, what the config lacks for it) of the first enabled check that cannot run."""
-    for name, expected in enabled_checks(config).items():
-        message = CHECKS[name].lacks(config, expected)
-        if message:
-            return name, message
-    return None
 
 
 def run_checks(expectations: dict[str, Any], files: dict[str, dict], settings: dict[str, dict]) -> pd.DataFrame:

@@ -1,6 +1,10 @@
 # Arena statistics per judge and language (Bradley-Terry with bootstrap, the surrogate judge),
 # then the leaderboard and its figures. These aggregate rules read every model's files; the
 # cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
+from polyrag.config.queries import arena_judge, budget_spec, families, judged_models, placement_round, settings_entry
+
+JUDGED = judged_models(config)
+ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
 
 
 # Under arena.budget: round k of a judge and language picks its units (pair, question) from the
@@ -10,15 +14,11 @@
 # (arena.adaptive.joined) places it against the neighbours the surrogate predicts from features.
 rule arena_round:
     input:
-        questions="results/data/{lang}.parquet",
-        games=lambda wildcards: round_paths(
-            "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet", wildcards.judge, wildcards.lang, int(wildcards.k)
-        ),
-        features=lambda wildcards: expand(
-            "results/features/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang
-        ) if placement_round(config, wildcards.judge, int(wildcards.k)) else [],
+        questions=QUESTIONS,
+        games=lambda wildcards: round_paths(ROUND_GAMES, wildcards.judge, wildcards.lang, int(wildcards.k)),
+        features=lambda wildcards: expand(FEATURES, model=round_models(wildcards), lang=wildcards.lang) if placement_round(config, wildcards.judge, int(wildcards.k)) else [],
     output:
-        units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
+        units=ROUND_UNITS,
         record="results/arena/{judge}/{lang}/rounds/round_{k}.json",
     wildcard_constraints:
         judge=alternatives(ROUND_JUDGES),
@@ -96,7 +96,7 @@ rule judge_diagnostics:
 rule style_control:
     input:
         games=judgment_files,
-        questions="results/data/{lang}.parquet",
+        questions=QUESTIONS,
         answers=contestant_answers_in_language,
     output:
         style_table="results/arena/{judge}/{lang}/style_controlled.csv",
@@ -153,11 +153,11 @@ rule judge_agreement:
 
 rule surrogate:
     input:
-        questions="results/data/{lang}.parquet",
-        features=expand("results/features/{model}/{{lang}}.parquet", model=MODELS),
-        bradley_terry="results/arena/{judge}/{lang}/bradley_terry.csv",
-        bootstrap="results/arena/{judge}/{lang}/bootstrap.parquet",
-        tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
+        questions=QUESTIONS,
+        features=expand(FEATURES, model=MODELS, allow_missing=True),
+        bradley_terry=rules.bradley_terry.output.table,
+        bootstrap=rules.bradley_terry.output.bootstrap,
+        tournaments=rules.bradley_terry.output.tournaments,
     output:
         table="results/arena/{judge}/{lang}/surrogate.csv",
         bootstrap="results/arena/{judge}/{lang}/surrogate_bootstrap.parquet",
@@ -184,20 +184,17 @@ rule surrogate:
 
 rule leaderboard:
     input:
-        bradley_terry=expand("results/arena/{judge}/{lang}/bradley_terry.csv", judge=ARENA_JUDGE, lang=LANGUAGES),
-        bootstrap=expand("results/arena/{judge}/{lang}/bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES),
-        surrogate=expand("results/arena/{judge}/{lang}/surrogate.csv", judge=ARENA_JUDGE, lang=LANGUAGES),
-        surrogate_bootstrap=expand(
-            "results/arena/{judge}/{lang}/surrogate_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
-        ),
-        style_controlled=expand("results/arena/{judge}/{lang}/style_controlled.csv", judge=ARENA_JUDGE, lang=LANGUAGES),
-        style_bootstrap=expand(
-            "results/arena/{judge}/{lang}/style_bootstrap.parquet", judge=ARENA_JUDGE, lang=LANGUAGES
-        ),
-        mars=expand("results/mars/scores/{model}.csv", model=MODELS) if MARS else [],
-        gold=GOLD_TABLE,
+        bradley_terry=expand(rules.bradley_terry.output.table, judge=ARENA_JUDGE, lang=LANGUAGES),
+        bootstrap=expand(rules.bradley_terry.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
+        surrogate=expand(rules.surrogate.output.table, judge=ARENA_JUDGE, lang=LANGUAGES),
+        surrogate_bootstrap=expand(rules.surrogate.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
+        style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
+        style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
+        # input functions: rules/gold.smk and rules/mars.smk, included after this file, define these
+        mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
+        gold=lambda wildcards: gold_table(),
         # under a budget, each language's last round: the share of the exhaustive design spent
-        rounds=[round_paths("results/arena/{judge}/{lang}/rounds/round_{k}.json", ARENA_JUDGE, lang)[-1]
+        rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
     output:
         leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category="Leaderboard"),
@@ -221,9 +218,9 @@ rule leaderboard:
 # The report offers CSVs only as downloads; this page shows the leaderboard in the report itself.
 rule leaderboard_table:
     input:
-        leaderboard="results/leaderboard.csv",
-        detailed="results/leaderboard_detailed.csv",
-        gold=GOLD_TABLE,
+        leaderboard=rules.leaderboard.output.leaderboard,
+        detailed=rules.leaderboard.output.detailed,
+        gold=lambda wildcards: gold_table(),  # rules/gold.smk, included after this file
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True
@@ -239,12 +236,13 @@ rule leaderboard_table:
 # judge's ranking, as one page of the report and one CSV of the diagnostics.
 rule judges_table:
     input:
-        diagnostics=expand("results/arena/{judge}/{lang}/judge_diagnostics.csv", judge=JUDGES, lang=LANGUAGES),
-        bradley_terry=expand("results/arena/{judge}/{lang}/bradley_terry.csv", judge=JUDGES, lang=LANGUAGES),
-        style_coefficients=expand("results/arena/{judge}/{lang}/style_coefficients.csv", judge=JUDGES, lang=LANGUAGES),
-        agreement=expand("results/arena/{lang}/judge_agreement.csv", lang=LANGUAGES) if len(JUDGES) > 1 else [],
-        self_preference=expand("results/arena/{lang}/self_preference.csv", lang=LANGUAGES) if len(JUDGES) > 1 else [],
-        credibility="results/meta_eval/judge_credibility.csv" if META_EVAL and META_EVAL["llm_judges"] else [],
+        diagnostics=expand(rules.judge_diagnostics.output.diagnostics, judge=JUDGES, lang=LANGUAGES),
+        bradley_terry=expand(rules.bradley_terry.output.table, judge=JUDGES, lang=LANGUAGES),
+        style_coefficients=expand(rules.style_control.output.style_coefficients, judge=JUDGES, lang=LANGUAGES),
+        agreement=expand(rules.judge_agreement.output.agreement, lang=LANGUAGES) if len(JUDGES) > 1 else [],
+        self_preference=expand(rules.judge_agreement.output.self_preference, lang=LANGUAGES) if len(JUDGES) > 1 else [],
+        # rules/meta_eval.smk, included after this file
+        credibility=lambda wildcards: rules.meta_eval_summary.output.credibility if META_EVAL and META_EVAL["llm_judges"] else [],
     output:
         page=report("results/judges.html", caption="../report/judges.rst", category="Judges"),
         diagnostics="results/judge_diagnostics.csv",
@@ -266,12 +264,10 @@ rule judges_table:
 
 rule arena_plots:
     input:
-        leaderboard="results/leaderboard_detailed.csv",
-        by_language="results/leaderboard_by_language.csv",
-        surrogate_metrics=expand(
-            "results/arena/{judge}/{lang}/surrogate_metrics.json", judge=ARENA_JUDGE, lang=LANGUAGES
-        ),
-        model_features=expand("results/arena/{judge}/{lang}/model_features.csv", judge=ARENA_JUDGE, lang=LANGUAGES),
+        leaderboard=rules.leaderboard.output.detailed,
+        by_language=rules.leaderboard.output.by_language,
+        surrogate_metrics=expand(rules.surrogate.output.metrics, judge=ARENA_JUDGE, lang=LANGUAGES),
+        model_features=expand(rules.surrogate.output.features, judge=ARENA_JUDGE, lang=LANGUAGES),
     output:
         rank_heatmap=report("results/plots/rank_heatmap.png", caption="../report/rank_heatmap.rst", category="Arena"),
         logits=report("results/plots/bt_logits.png", caption="../report/bt_logits.rst", category="Arena"),

@@ -2,6 +2,9 @@
 # what the config's known truths lead us to expect, what the run gave and whether it passed.
 
 
+include: "inputs/checks.smk"
+
+
 rule checks:
     input:
         check_input_files,

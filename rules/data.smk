@@ -1,11 +1,14 @@
 # Question and passage selection: results/data/{lang}.parquet from the configured source.
 
 
+include: "inputs/data.smk"
+
+
 rule select_questions:
     input:
         local=question_data_files,
     output:
-        "results/data/{lang}.parquet",
+        QUESTIONS,
     params:
         data=config["data"],
         seed=config["seed"],

@@ -5,12 +5,15 @@
 # LLM judge) is loaded once per answering model, and a cluster gets one job per model and group.
 
 
+include: "inputs/features.smk"
+
+
 rule deterministic_features:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     output:
-        tables=expand("results/features/{{model}}/{lang}/deterministic.parquet", lang=LANGUAGES),
+        tables=expand(FEATURE_GROUP, lang=LANGUAGES, group="deterministic", allow_missing=True),
         # each answer's detected language in every language, in one file: what a judge that scores
         # languages reads (two inputs per pair job rather than two per language)
         languages="results/features/{model}/answer_languages.parquet",
@@ -31,10 +34,10 @@ rule deterministic_features:
 
 rule embedding_features:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     output:
-        expand("results/features/{{model}}/{lang}/embedding.parquet", lang=LANGUAGES),
+        expand(FEATURE_GROUP, lang=LANGUAGES, group="embedding", allow_missing=True),
     params:
         cache_dir=config["cache_dir"],
     log:
@@ -52,21 +55,21 @@ rule embedding_features:
 
 rule nli_features:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     output:
-        expand("results/features/{{model}}/{lang}/nli.parquet", lang=LANGUAGES),
+        expand(FEATURE_GROUP, lang=LANGUAGES, group="nli", allow_missing=True),
     params:
         options=config["features"]["nli"],
     log:
         "logs/features/{model}/nli.log",
     benchmark:
         "results/benchmarks/features/{model}/nli.tsv"
-    threads: feature_model_resource("nli", "threads")
+    threads: resource("threads", config["features"]["nli"] or {})
     resources:
-        gpu=feature_model_resource("nli", "gpu"),
-        mem_mb=feature_model_resource("nli", "mem_mb"),
-        runtime=feature_model_resource("nli", "runtime"),
+        gpu=resource("gpu", config["features"]["nli"] or {}),
+        mem_mb=resource("mem_mb", config["features"]["nli"] or {}),
+        runtime=resource("runtime", config["features"]["nli"] or {}),
     conda:
         "../envs/llm.yaml"
     script:
@@ -75,21 +78,21 @@ rule nli_features:
 
 rule reranker_features:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     output:
-        expand("results/features/{{model}}/{lang}/reranker.parquet", lang=LANGUAGES),
+        expand(FEATURE_GROUP, lang=LANGUAGES, group="reranker", allow_missing=True),
     params:
         options=config["features"]["reranker"],
     log:
         "logs/features/{model}/reranker.log",
     benchmark:
         "results/benchmarks/features/{model}/reranker.tsv"
-    threads: feature_model_resource("reranker", "threads")
+    threads: resource("threads", config["features"]["reranker"] or {})
     resources:
-        gpu=feature_model_resource("reranker", "gpu"),
-        mem_mb=feature_model_resource("reranker", "mem_mb"),
-        runtime=feature_model_resource("reranker", "runtime"),
+        gpu=resource("gpu", config["features"]["reranker"] or {}),
+        mem_mb=resource("mem_mb", config["features"]["reranker"] or {}),
+        runtime=resource("runtime", config["features"]["reranker"] or {}),
     conda:
         "../envs/llm.yaml"
     script:
@@ -98,10 +101,10 @@ rule reranker_features:
 
 rule llm_features:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers=expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     output:
-        expand("results/features/{{model}}/{lang}/llm.parquet", lang=LANGUAGES),
+        expand(FEATURE_GROUP, lang=LANGUAGES, group="llm", allow_missing=True),
     params:
         judge=llm_feature_judge,
         options=config["features"]["llm"],
@@ -111,11 +114,11 @@ rule llm_features:
         "logs/features/{model}/llm.log",
     benchmark:
         "results/benchmarks/features/{model}/llm.tsv"
-    threads: llm_feature_resource("threads")
+    threads: resource("threads", llm_feature_judge_entry)
     resources:
-        gpu=llm_feature_resource("gpu"),
-        mem_mb=llm_feature_resource("mem_mb"),
-        runtime=llm_feature_resource("runtime"),
+        gpu=resource("gpu", llm_feature_judge_entry),
+        mem_mb=resource("mem_mb", llm_feature_judge_entry),
+        runtime=resource("runtime", llm_feature_judge_entry),
     conda:
         "../envs/llm.yaml"
     script:
@@ -127,7 +130,7 @@ rule merge_features:
     input:
         feature_group_files,
     output:
-        expand("results/features/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        expand(FEATURES, lang=LANGUAGES, allow_missing=True),
     params:
         groups=len(feature_groups()),
     localrule: True

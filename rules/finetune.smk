@@ -6,11 +6,15 @@
 # Params hold only what each stage depends on: changing the teacher reruns the teacher's answers and
 # everything after them, i.e. the student only.
 
+
+include: "inputs/finetune.smk"
+
+
 if FT:
 
     rule finetune_questions:
         input:
-            evaluated=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+            evaluated=expand(QUESTIONS, lang=LANGUAGES),
             local=training_files(config, FT_LANGUAGES),
         output:
             expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
@@ -33,7 +37,7 @@ if FT:
 
     rule teacher_answers:
         input:
-            questions=expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
+            questions=rules.finetune_questions.output,
         output:
             expand("{dir}/teacher/{lang}.parquet", dir=FT_DIR, lang=FT_LANGUAGES),
         params:
@@ -46,11 +50,11 @@ if FT:
             f"logs/finetune/{FT['name']}/teacher.log",
         benchmark:
             f"results/benchmarks/finetune/{FT['name']}/teacher.tsv"
-        threads: teacher_resource("threads")
+        threads: resource("threads", config["models"][FT["teacher"]])
         resources:
-            gpu=teacher_resource("gpu"),
-            mem_mb=teacher_resource("mem_mb"),
-            runtime=teacher_resource("runtime"),
+            gpu=resource("gpu", config["models"][FT["teacher"]]),
+            mem_mb=resource("mem_mb", config["models"][FT["teacher"]]),
+            runtime=resource("runtime", config["models"][FT["teacher"]]),
         conda:
             "../envs/llm.yaml"
         script:
@@ -58,8 +62,8 @@ if FT:
 
     rule curate_training_set:
         input:
-            questions=expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
-            teacher=expand("{dir}/teacher/{lang}.parquet", dir=FT_DIR, lang=FT_LANGUAGES),
+            questions=rules.finetune_questions.output,
+            teacher=rules.teacher_answers.output,
         output:
             examples=f"{FT_DIR}/train.parquet",
             counts=f"{FT_DIR}/curation_counts.json",
@@ -77,11 +81,11 @@ if FT:
 
     rule train_student:
         input:
-            examples=f"{FT_DIR}/train.parquet",
+            examples=rules.curate_training_set.output.examples,
         output:
-            adapter=f"{FT_DIR}/adapter/adapter_model.safetensors",
-            adapter_config=f"{FT_DIR}/adapter/adapter_config.json",
-            summary=f"{FT_DIR}/adapter/training.json",
+            adapter=f"{finetune_adapter_dir(config)}/adapter_model.safetensors",
+            adapter_config=f"{finetune_adapter_dir(config)}/adapter_config.json",
+            summary=f"{finetune_adapter_dir(config)}/training.json",
             loss=f"{FT_DIR}/loss.csv",
             epoch_loss=f"{FT_DIR}/epoch_loss.csv",
         params:
@@ -95,11 +99,11 @@ if FT:
             f"logs/finetune/{FT['name']}/train.log",
         benchmark:
             f"results/benchmarks/finetune/{FT['name']}/train.tsv"
-        threads: student_training_resource("threads")
+        threads: resource("threads", config, finetune_resources)
         resources:
-            gpu=student_training_resource("gpu"),
-            mem_mb=student_training_resource("mem_mb"),
-            runtime=student_training_resource("runtime"),
+            gpu=resource("gpu", config, finetune_resources),
+            mem_mb=resource("mem_mb", config, finetune_resources),
+            runtime=resource("runtime", config, finetune_resources),
         conda:
             "../envs/train.yaml"
         script:
@@ -118,7 +122,7 @@ if FT:
                 games=student_and_control_games,
                 student=FT["name"],
                 control=FT_CONTROL,
-                reference_judge=config["judges"][ARENA_JUDGE]["backend"] == "reference",
+                reference_judge=scores_reference_criteria(ARENA_JUDGE),
             log:
                 f"logs/finetune/{FT['name']}/gain.log",
             localrule: True

@@ -4,12 +4,15 @@
 # its job; adding a language reruns each model's job, which finds its old answers in the cache.
 
 
+include: "inputs/generate.smk"
+
+
 rule generate_answers:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
         adapter=student_adapter_files,
     output:
-        expand("results/answers/{{model}}/{lang}.parquet", lang=LANGUAGES),
+        expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     params:
         languages=LANGUAGES,
         entry=model_entry,
@@ -20,11 +23,11 @@ rule generate_answers:
         "logs/generate/{model}.log",
     benchmark:
         "results/benchmarks/generate/{model}.tsv"
-    threads: model_resource("threads")
+    threads: resource("threads", model_entry)
     resources:
-        gpu=model_resource("gpu"),
-        mem_mb=model_resource("mem_mb"),
-        runtime=model_resource("runtime"),
+        gpu=resource("gpu", model_entry),
+        mem_mb=resource("mem_mb", model_entry),
+        runtime=resource("runtime", model_entry),
     conda:
         "../envs/llm.yaml"
     script:

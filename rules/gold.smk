@@ -3,6 +3,9 @@
 # anchored on those labels by PPI++. The annotation round trip is files: tasks out, labels in.
 
 
+include: "inputs/gold.smk"
+
+
 # The judge's value of every unit: model_a's mean score over the valid orders.
 rule gold_units:
     input:
@@ -25,13 +28,9 @@ rule gold_units:
 # which model is on which side and stays with you.
 rule gold_sample:
     input:
-        units=lambda wildcards: f"results/arena/{GOLD['judge']}/{wildcards.lang}/units.parquet",
-        questions="results/data/{lang}.parquet",
-        answers=lambda wildcards: expand(
-            "results/answers/{model}/{lang}.parquet",
-            model=judge_contestants(config, GOLD["judge"]),
-            lang=wildcards.lang,
-        ),
+        units=lambda wildcards: expand(rules.gold_units.output[0], judge=GOLD["judge"], lang=wildcards.lang),
+        questions=QUESTIONS,
+        answers=lambda wildcards: expand(ANSWERS, model=judge_contestants(config, GOLD["judge"]), lang=wildcards.lang),
     output:
         key="results/gold/{lang}/key.csv",
         tasks="results/gold/{lang}/tasks.csv",
@@ -57,7 +56,7 @@ rule gold_sample:
 # The demo's stand-in for a person: a judge's verdict on each task, in the order it is shown.
 rule gold_stand_in:
     input:
-        key="results/gold/{lang}/key.csv",
+        key=rules.gold_sample.output.key,
         games=lambda wildcards: judgment_paths(wildcards.judge, wildcards.lang),
     output:
         "results/gold/{lang}/filled_by_{judge}.csv",
@@ -77,7 +76,7 @@ rule gold_stand_in:
 rule gold_labels:
     input:
         filled=gold_labels_source,
-        key="results/gold/{lang}/key.csv",
+        key=rules.gold_sample.output.key,
     output:
         labels="results/gold/{lang}/labels.parquet",
         counts="results/gold/{lang}/label_counts.json",
@@ -97,17 +96,13 @@ rule gold_labels:
 # and how the judge agrees with the gold labels.
 rule gold_anchored:
     input:
-        units=lambda wildcards: expand(
-            "results/arena/{judge}/{lang}/units.parquet", judge=wildcards.judge, lang=gold_scope_languages(wildcards)
-        ),
-        labels=lambda wildcards: expand("results/gold/{lang}/labels.parquet", lang=gold_scope_languages(wildcards)),
-        counts=lambda wildcards: expand("results/gold/{lang}/label_counts.json", lang=gold_scope_languages(wildcards)),
+        units=lambda wildcards: expand(rules.gold_units.output[0], judge=wildcards.judge, lang=gold_scope_languages(wildcards)),
+        labels=lambda wildcards: expand(rules.gold_labels.output.labels, lang=gold_scope_languages(wildcards)),
+        counts=lambda wildcards: expand(rules.gold_labels.output.counts, lang=gold_scope_languages(wildcards)),
         games=lambda wildcards: [
             path for lang in gold_scope_languages(wildcards) for path in judgment_paths(wildcards.judge, lang)
         ],
-        answers=lambda wildcards: expand(
-            "results/answers/{model}/{lang}.parquet", model=contestants(wildcards), lang=gold_scope_languages(wildcards)
-        ),
+        answers=lambda wildcards: expand(ANSWERS, model=contestants(wildcards), lang=gold_scope_languages(wildcards)),
     output:
         table="results/arena/{judge}/{scope}/gold_anchored.csv",
         agreement="results/arena/{judge}/{scope}/gold_agreement.csv",

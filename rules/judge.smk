@@ -9,15 +9,18 @@
 # finds the old pairs in the LLM cache.
 
 
+include: "inputs/judge.smk"
+
+
 rule judge_pair:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
-        answers_a=expand("results/answers/{{model_a}}/{lang}.parquet", lang=LANGUAGES),
-        answers_b=expand("results/answers/{{model_b}}/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers_a=expand(ANSWERS, model="{model_a}", lang=LANGUAGES),
+        answers_b=expand(ANSWERS, model="{model_b}", lang=LANGUAGES),
         languages=answer_language_files,
         recorded=recorded_verdict_files,
     output:
-        expand("results/judgments/{{judge}}/{lang}/{{model_a}}__{{model_b}}.parquet", lang=LANGUAGES),
+        expand(PAIR_GAMES, lang=LANGUAGES, allow_missing=True),
     wildcard_constraints:
         judge=alternatives(PER_PAIR_JUDGES),
     params:
@@ -30,11 +33,11 @@ rule judge_pair:
         "logs/judge/{judge}/{model_a}__{model_b}.log",
     benchmark:
         "results/benchmarks/judge/{judge}/{model_a}__{model_b}.tsv"
-    threads: judge_resource("threads")
+    threads: resource("threads", judge_entry)
     resources:
-        gpu=judge_resource("gpu"),
-        mem_mb=judge_resource("mem_mb"),
-        runtime=judge_resource("runtime"),
+        gpu=resource("gpu", judge_entry),
+        mem_mb=resource("mem_mb", judge_entry),
+        runtime=resource("runtime", judge_entry),
     conda:
         "../envs/llm.yaml"
     script:
@@ -43,10 +46,10 @@ rule judge_pair:
 
 rule judge_pairs_local_model:
     input:
-        questions=expand("results/data/{lang}.parquet", lang=LANGUAGES),
+        questions=expand(QUESTIONS, lang=LANGUAGES),
         answers=contestant_answers,
     output:
-        expand("results/judgments/{{judge}}/{lang}/games.parquet", lang=LANGUAGES),
+        expand(JUDGE_GAMES, lang=LANGUAGES, allow_missing=True),
     wildcard_constraints:
         judge=alternatives(LOCAL_MODEL_JUDGES),
     params:
@@ -60,11 +63,11 @@ rule judge_pairs_local_model:
         "logs/judge/{judge}.log",
     benchmark:
         "results/benchmarks/judge/{judge}.tsv"
-    threads: judge_resource("threads")
+    threads: resource("threads", judge_entry)
     resources:
-        gpu=judge_resource("gpu"),
-        mem_mb=judge_resource("mem_mb"),
-        runtime=judge_resource("runtime"),
+        gpu=resource("gpu", judge_entry),
+        mem_mb=resource("mem_mb", judge_entry),
+        runtime=resource("runtime", judge_entry),
     conda:
         "../envs/llm.yaml"
     script:
@@ -77,7 +80,7 @@ rule panel_games:
     input:
         member_judgment_files,
     output:
-        games="results/judgments/{judge}/{lang}/games.parquet",
+        games=JUDGE_GAMES,
         members="results/judgments/{judge}/{lang}/members.csv",
     wildcard_constraints:
         judge=alternatives(PANEL_JUDGES),
@@ -100,13 +103,13 @@ rule panel_games:
 # batches them). Like judge_pair it runs where snakemake runs: bound by the API, not by a node.
 rule judge_round:
     input:
-        units="results/arena/{judge}/{lang}/rounds/round_{k}.csv",
-        questions="results/data/{lang}.parquet",
-        answers=lambda wildcards: expand("results/answers/{model}/{lang}.parquet", model=round_models(wildcards), lang=wildcards.lang),
+        units=ROUND_UNITS,
+        questions=QUESTIONS,
+        answers=lambda wildcards: expand(ANSWERS, model=round_models(wildcards), lang=wildcards.lang),
         languages=answer_language_files,
         recorded=recorded_verdict_files,
     output:
-        "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet",
+        ROUND_GAMES,
     wildcard_constraints:
         judge=alternatives(ROUND_JUDGES),
         k=r"\d+",
@@ -120,11 +123,11 @@ rule judge_round:
         "logs/judge/{judge}/{lang}/round_{k}.log",
     benchmark:
         "results/benchmarks/judge/{judge}/{lang}/round_{k}.tsv"
-    threads: judge_resource("threads")
+    threads: resource("threads", judge_entry)
     resources:
-        gpu=judge_resource("gpu"),
-        mem_mb=judge_resource("mem_mb"),
-        runtime=judge_resource("runtime"),
+        gpu=resource("gpu", judge_entry),
+        mem_mb=resource("mem_mb", judge_entry),
+        runtime=resource("runtime", judge_entry),
     conda:
         "../envs/llm.yaml"
     script:

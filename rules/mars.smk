@@ -2,6 +2,9 @@
 # set, PPI scores of every model and the mock-system meta-evaluation.
 
 
+include: "inputs/mars.smk"
+
+
 rule mars_gold:
     input:
         evaluated=evaluated_question_files,
@@ -28,7 +31,7 @@ rule mars_gold:
 
 rule mars_synthetic:
     input:
-        gold="results/mars/gold/{pair}.parquet",
+        gold=rules.mars_gold.output[0],
         corpus=mars_corpus_files,
         few_shot=lambda wildcards: MARS["few_shot"]["file"] or [],
     output:
@@ -44,11 +47,11 @@ rule mars_synthetic:
         "logs/mars/synthetic/{pair}.log",
     benchmark:
         "results/benchmarks/mars/synthetic/{pair}.tsv"
-    threads: mars_generator_resource("threads")
+    threads: resource("threads", mars_generator_entry)
     resources:
-        gpu=mars_generator_resource("gpu"),
-        mem_mb=mars_generator_resource("mem_mb"),
-        runtime=mars_generator_resource("runtime"),
+        gpu=resource("gpu", mars_generator_entry),
+        mem_mb=resource("mem_mb", mars_generator_entry),
+        runtime=resource("runtime", mars_generator_entry),
     conda:
         "../envs/llm.yaml"
     script:
@@ -62,7 +65,7 @@ rule mars_synthetic:
 
 rule mars_judge:
     input:
-        synthetic=expand("results/mars/synthetic/{pair}.parquet", pair=MARS_PAIRS),
+        synthetic=expand(rules.mars_synthetic.output.table, pair=MARS_PAIRS),
     output:
         judge="results/mars/judges/{metric}/judge.json",
         history="results/mars/judges/{metric}/history.csv",
@@ -74,11 +77,11 @@ rule mars_judge:
         "logs/mars/judges/{metric}.log",
     benchmark:
         "results/benchmarks/mars/judges/{metric}.tsv"
-    threads: mars_judge_resource("threads")
+    threads: resource("threads", config, mars_judge_resources)
     resources:
-        gpu=mars_judge_resource("gpu"),
-        mem_mb=mars_judge_resource("mem_mb"),
-        runtime=mars_judge_resource("runtime"),
+        gpu=resource("gpu", config, mars_judge_resources),
+        mem_mb=resource("mem_mb", config, mars_judge_resources),
+        runtime=resource("runtime", config, mars_judge_resources),
     conda:
         "../envs/train.yaml"
     script:
@@ -87,7 +90,7 @@ rule mars_judge:
 rule mars_calibration:
     input:
         sources=mars_calibration_inputs,
-        evaluated=expand("results/data/{lang}.parquet", lang=MARS_LANGUAGES),
+        evaluated=expand(QUESTIONS, lang=MARS_LANGUAGES),
     output:
         "results/mars/calibration.parquet",
     params:
@@ -107,8 +110,8 @@ rule mars_calibration:
 
 rule mars_calibration_predictions:
     input:
-        calibration="results/mars/calibration.parquet",
-        judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
+        calibration=rules.mars_calibration.output[0],
+        judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
         "results/mars/calibration_predictions.parquet",
     params:
@@ -117,10 +120,10 @@ rule mars_calibration_predictions:
         metrics=MARS_METRICS,
     log:
         "logs/mars/calibration_predictions.log",
-    threads: mars_judge_resource("threads")
+    threads: resource("threads", config, mars_judge_resources)
     resources:
-        gpu=mars_judge_resource("gpu"),
-        mem_mb=mars_judge_resource("mem_mb"),
+        gpu=resource("gpu", config, mars_judge_resources),
+        mem_mb=resource("mem_mb", config, mars_judge_resources),
         runtime=60,
     conda:
         "../envs/train.yaml"
@@ -131,8 +134,8 @@ rule mars_calibration_predictions:
 rule mars_scores:
     input:
         unpack(mars_answer_files),
-        calibration="results/mars/calibration_predictions.parquet",
-        judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
+        calibration=rules.mars_calibration_predictions.output[0],
+        judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
         "results/mars/scores/{model}.csv",
     params:
@@ -145,10 +148,10 @@ rule mars_scores:
         "logs/mars/scores/{model}.log",
     benchmark:
         "results/benchmarks/mars/scores/{model}.tsv"
-    threads: mars_judge_resource("threads")
+    threads: resource("threads", config, mars_judge_resources)
     resources:
-        gpu=mars_judge_resource("gpu"),
-        mem_mb=mars_judge_resource("mem_mb"),
+        gpu=resource("gpu", config, mars_judge_resources),
+        mem_mb=resource("mem_mb", config, mars_judge_resources),
         runtime=60,
     conda:
         "../envs/train.yaml"
@@ -158,9 +161,9 @@ rule mars_scores:
 
 rule mars_meta_eval:
     input:
-        gold=expand("results/mars/gold/{pair}.parquet", pair=MARS["meta_eval"]["pairs"] if MARS and MARS["meta_eval"] else []),
-        calibration="results/mars/calibration_predictions.parquet",
-        judges=expand("results/mars/judges/{metric}/judge.json", metric=MARS_METRICS),
+        gold=expand(rules.mars_gold.output[0], pair=MARS["meta_eval"]["pairs"] if MARS and MARS["meta_eval"] else []),
+        calibration=rules.mars_calibration_predictions.output[0],
+        judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
         summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category="MARS"),
         systems="results/mars/meta_eval_systems.csv",
@@ -178,10 +181,10 @@ rule mars_meta_eval:
         "logs/mars/meta_eval.log",
     benchmark:
         "results/benchmarks/mars/meta_eval.tsv"
-    threads: mars_judge_resource("threads")
+    threads: resource("threads", config, mars_judge_resources)
     resources:
-        gpu=mars_judge_resource("gpu"),
-        mem_mb=mars_judge_resource("mem_mb"),
+        gpu=resource("gpu", config, mars_judge_resources),
+        mem_mb=resource("mem_mb", config, mars_judge_resources),
         runtime=60,
     conda:
         "../envs/train.yaml"

@@ -2,6 +2,9 @@
 # predictions per evaluator and language, then balanced accuracies, tests and the figure.
 
 
+include: "inputs/meta_eval.smk"
+
+
 rule memerag_sentences:
     input:
         local=memerag_data_files,
@@ -25,9 +28,9 @@ rule memerag_sentences:
 # One job per scorer over every MEMERAG language: the NLI model loads once.
 rule meta_eval_scores:
     input:
-        sentences=expand("results/meta_eval/data/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        sentences=expand(rules.memerag_sentences.output[0], memerag_lang=META_LANGUAGES),
         mars_judges=lambda wildcards: (
-            expand("results/mars/judges/{metric}/judge.json", metric=["af", "ar"]) if wildcards.scorer == "mars" else []
+            expand(rules.mars_judge.output.judge, metric=["af", "ar"]) if wildcards.scorer == "mars" else []  # rules/mars.smk
         ),
     output:
         expand("results/meta_eval/scores/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
@@ -53,7 +56,7 @@ rule meta_eval_scores:
 
 rule meta_eval_thresholds:
     input:
-        expand("results/meta_eval/scores/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        rules.meta_eval_scores.output,
     output:
         predictions=expand("results/meta_eval/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
         thresholds="results/meta_eval/{scorer}/thresholds.csv",
@@ -74,7 +77,7 @@ rule meta_eval_thresholds:
 # One job per LLM judge over every MEMERAG language: a judge on local weights loads once.
 rule meta_eval_llm:
     input:
-        expand("results/meta_eval/data/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        expand(rules.memerag_sentences.output[0], memerag_lang=META_LANGUAGES),
     output:
         expand("results/meta_eval/{{judge}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
     params:
@@ -86,11 +89,11 @@ rule meta_eval_llm:
         "logs/meta_eval/{judge}.log",
     benchmark:
         "results/benchmarks/meta_eval/{judge}.tsv"
-    threads: judge_resource("threads")
+    threads: resource("threads", judge_entry)
     resources:
-        gpu=judge_resource("gpu"),
-        mem_mb=judge_resource("mem_mb"),
-        runtime=judge_resource("runtime"),
+        gpu=resource("gpu", judge_entry),
+        mem_mb=resource("mem_mb", judge_entry),
+        runtime=resource("runtime", judge_entry),
     conda:
         "../envs/llm.yaml"
     script:

@@ -23,7 +23,7 @@ def predicted_logits(sm, games: pd.DataFrame, models: list[str], settings: Adapt
     have some (the surrogate rule fits on the final arena, which depends on this round)."""
     judge, lang, seed = sm.wildcards.judge, sm.wildcards.lang, sm.params.seed
     playing = sorted(set(games["model_a"]) | set(games["model_b"]))
-    table, bootstrap, tournaments = bradley_terry(games, playing, settings.alpha, settings.bootstrap or 100,
+    table, bootstrap, tournaments = bradley_terry(games, playing, settings.regularization, settings.bootstrap or 100,
                                                   rng_for(seed, "placement-bootstrap", judge, lang))
     questions = pd.read_parquet(sm.input.questions, columns=["query_id", "arena"])
     features = {model: pd.read_parquet(path) for model, path in zip(models, sm.input.features)}
@@ -44,7 +44,7 @@ def main() -> None:
     questions = question_ids(pd.read_parquet(sm.input.questions), sm.params.max_questions)
     spec, key = sm.params.budget
     budget_units = parse_budget(spec, len(models), len(questions), key)
-    settings = AdaptiveSettings(**sm.params.adaptive, alpha=sm.params.regularization)
+    settings = AdaptiveSettings(**sm.params.adaptive, regularization=sm.params.regularization)
     games = read_games(sm.input.games) if sm.input.games else pd.DataFrame(columns=COLUMNS)
     spent = len(played_units(games))
     predicted = predicted_logits(sm, games, models, settings) if sm.params.surrogate else None

@@ -5,7 +5,6 @@ import logging
 
 from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 
@@ -14,7 +13,7 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     model, settings = sm.wildcards.model, sm.params.settings
     questions = dict(zip(sm.params.languages, sm.input.questions))
-    llm = open_llm(model, backend_options(sm.params.entry), cache_dir=sm.params.cache_dir, seed=settings["seed"],
+    llm = open_llm(model, sm.params.entry, cache_dir=sm.params.cache_dir, seed=settings["seed"],
                    threads=sm.threads)
     try:
         for lang, output in zip(sm.params.languages, sm.output):

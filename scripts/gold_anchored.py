@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from polyrag.arena.games import read_games
-from polyrag.arena.gold_anchored import agreement_over_languages, gold_anchored_table
+from polyrag.arena.label_anchored import gold_anchored_table
+from polyrag.arena.label_agreement import agreement_over_languages
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")

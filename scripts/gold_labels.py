@@ -5,7 +5,7 @@ import logging
 
 import pandas as pd
 
-from polyrag.arena.gold_labels import gold_labels, read_filled, read_key
+from polyrag.arena.human_labels import gold_labels, read_filled, read_key
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")

@@ -4,7 +4,7 @@ import logging
 
 import pandas as pd
 
-from polyrag.arena.gold_labels import sample_units, task_rows, write_key, write_tasks
+from polyrag.arena.human_labels import sample_units, task_rows, write_key, write_tasks
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")

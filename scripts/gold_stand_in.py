@@ -3,7 +3,7 @@
 import pandas as pd
 
 from polyrag.arena.games import read_games
-from polyrag.arena.gold_labels import read_key, stand_in_labels
+from polyrag.arena.human_labels import read_key, stand_in_labels
 from polyrag.logs import run_logged
 
 

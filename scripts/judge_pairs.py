@@ -10,7 +10,7 @@ import logging
 
 from polyrag.csv_tables import read_table
 from polyrag.features.table import read_aligned
-from polyrag.judge.games import arena_items, write_games
+from polyrag.judge.play import arena_items, write_games
 from polyrag.judge.kinds import open_pair_judge
 from polyrag.judge.reference import with_answer_languages
 from polyrag.logs import run_logged

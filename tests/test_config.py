@@ -33,7 +33,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
     assert config["generation"]["max_failure_fraction"] == 0.05
     assert config["cache_dir"] == ".cache/polyrag"
     mock = config["models"]["mock-20"]
-    assert mock["judge"] is True and mock["wrong_language_from"] is None
+    assert mock["judged"] is True and mock["wrong_language_from"] is None
     assert wrong_language_source(mock, "en", config["languages"]) == "de"
     assert wrong_language_source(mock, "hi", config["languages"]) == "en"
     assert wrong_language_source(mock, "de-en", ["de", "de-en", "en-de"]) == "en-de"
@@ -73,7 +73,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(features={"llm": {"judge": "reference"}}), "features.llm.judge: 'reference' is not an LLM judge"),
         (lambda c: c["judges"].update(x={"backend": "reference", "tie_margin": -1}), "judges.x.tie_margin: -1 is less than"),
         (lambda c: c["judges"]["gemma-judge"].update(contestants=["gemma-270m", "gpt-5"]),
-         "judges.gemma-judge.contestants: ['gpt-5'] are not models with judge: true"),
+         "judges.gemma-judge.contestants: ['gpt-5'] are not models with judged: true"),
         (lambda c: c["judges"]["gemma-judge"].update(max_questions=0), "judges.gemma-judge.max_questions: 0 is less than"),
         (lambda c: c["models"]["mock-20"].update(contestants=["mock-50", "mock-80"]),
          "models.mock-20.contestants: only a judge under judges: takes contestants"),
@@ -357,9 +357,9 @@ KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, pos
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
         (lambda c: c.update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
         (lambda c: c["finetune"].update(control=False), "checks.finetune_gain: needs finetune: with its control"),
-        (lambda c: c["arena"].update(gold=None), "checks.gold_agreement: needs arena.gold with a stand_in labeller"),
-        (lambda c: c["arena"]["gold"].update(labels={"de": "config.yaml"}),
-         "checks.gold_agreement: arena.gold.labels gives people's labels for ['de']"),
+        (lambda c: c["arena"].update(human_labels=None), "checks.gold_agreement: needs arena.human_labels with a stand_in labeller"),
+        (lambda c: c["arena"]["human_labels"].update(labels={"de": "config.yaml"}),
+         "checks.gold_agreement: arena.human_labels.labels gives people's labels for ['de']"),
     ],
 )
 def test_a_check_whose_ingredients_the_config_lacks_is_one_error_naming_it(demo_config, repo, monkeypatch, edit,
@@ -378,7 +378,7 @@ def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
     monkeypatch.chdir(repo)
     config = copy.deepcopy(demo_config)
     config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
-    config["arena"]["gold"] = None
+    config["arena"]["human_labels"] = None
     assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
                                              "mars_coverage": None, "gold_agreement": False}
     del config["checks"]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from polyrag.arena.gold_labels import KEY_COLUMNS, read_key
+from polyrag.arena.human_labels import KEY_COLUMNS, read_key
 from polyrag.csv_tables import read_table, read_text_table
 from polyrag.show import summary
 

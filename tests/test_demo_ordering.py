@@ -17,8 +17,7 @@ from polyrag.data.select import select_questions
 from polyrag.features.deterministic import deterministic_features
 from polyrag.features.embedding import EmbeddingStore
 from polyrag.generate.answers import foreign_answers, generate_answers
-from polyrag.judge.games import arena_items, judge_with_reference
-from polyrag.config.entries import backend_options
+from polyrag.judge.play import arena_items, judge_with_reference
 from polyrag.llm import open_llm
 from polyrag.seeds import rng_for
 from tests.conftest import with_detected_languages
@@ -37,7 +36,7 @@ def demo(repo, tmp_path_factory):
     answers = {}
     for name, entry in mocks.items():
         settings = generation_settings(config, name)
-        llm = open_llm(name, backend_options(entry), cache_dir=cache, seed=config["seed"])
+        llm = open_llm(name, entry, cache_dir=cache, seed=config["seed"])
         for lang, questions in records.items():
             other = wrong_language_source(entry, lang, config["languages"])
             foreign = foreign_answers(questions, records[other], config["seed"], name, lang)

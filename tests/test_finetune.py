@@ -270,7 +270,7 @@ def test_finetune_config_has_the_papers_defaults_and_adds_the_student(repo):
         "learning_rate": 2e-4, "batch_size": 32, "epochs": 1, "max_length": 6144}
     student, control = config["models"]["gemma-270m-sft"], config["models"]["gemma-270m-sft-base"]
     assert student["backend"] == "llama_cpp" and student["adapter"] == "results/finetune/gemma-270m-sft/adapter"
-    assert student["response_prefix"] is None and student["judge"] is True  # the models' defaults
+    assert student["response_prefix"] is None and student["judged"] is True  # the models' defaults
     # The control: the same GGUF with the adapted matrices re-quantized as the merge does, no adapter.
     assert control["backend"] == "llama_cpp" and "adapter" not in control
     assert control["adapter_modules"] == sorted(finetune["lora"]["target_modules"])

@@ -24,7 +24,7 @@ def gold_config(repo, workdir, **gold):
     config = tiny_config(repo, workdir, languages=("en", "de"), features={"embedding_similarity": False},
                          judges=JUDGES, **MOCKS)
     config["data"].update({"max_questions": 12, "arena_queries": 12})
-    config["arena"]["gold"] = {**GOLD, **gold}
+    config["arena"]["human_labels"] = {**GOLD, **gold}
     (workdir / "config.yaml").write_text(json.dumps(config))
     return config
 

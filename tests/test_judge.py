@@ -8,7 +8,7 @@ import pytest
 
 from polyrag.data.demo import load_demo
 from polyrag.errors import DataError, TooManyFailures
-from polyrag.judge.games import arena_items, judge_pairs_with_llm, judge_with_reference
+from polyrag.judge.play import arena_items, judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
@@ -127,7 +127,7 @@ def test_a_reference_judging_job_detects_no_language(hindi, tmp_path, repo):
         "import sys\n"
         "from polyrag.csv_tables import read_table\n"
         "from polyrag.judge.kinds import open_pair_judge\n"
-        "from polyrag.judge.games import arena_items\n"
+        "from polyrag.judge.play import arena_items\n"
         "from polyrag.features.table import read_aligned\n"
         "from polyrag.judge.reference import with_answer_languages\n"
         "from polyrag.logs import run_logged\n"
@@ -348,13 +348,12 @@ def test_recorded_verdicts(tmp_path, hindi):
         recorded_games(records, "gpt4o", "llama-3", "hi", options, "")
 
 
-def test_one_registry_decides_a_judges_kind_and_the_llm_layer_gets_backend_options_only(repo):
+def test_one_registry_decides_a_judges_kind_and_the_llm_layer_takes_backend_options_only(repo):
     import yaml
 
-    from polyrag.config.entries import backend_options
     from polyrag.errors import ConfigError
     from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
-    from polyrag.llm.factory import make_backend
+    from polyrag.llm.factory import backend_options, make_backend
 
     schema = yaml.safe_load((repo / "schemas" / "config.schema.yaml").read_text())
     backends = schema["$defs"]["judge"]["properties"]["backend"]["enum"]
@@ -367,9 +366,9 @@ def test_one_registry_decides_a_judges_kind_and_the_llm_layer_gets_backend_optio
     scheduled = [judges_scheduled(config, s) for s in ("per_pair", "local_weights", "panel")]
     assert scheduled == [["ref", "api"], ["local"], ["both"]]
     assert prompting_judges(config) == ["api", "local"]
-    # Arena keys never reach a backend: stripped by the config layer, refused by the LLM layer.
+    # Arena keys never reach a backend: the LLM layer strips the workflow's keys, and refuses any other it does not know.
     entry = {"backend": "mock", "error_rate": 0.1, "contestants": ["a", "b"], "max_questions": 5, "family": "f"}
-    assert backend_options(entry) == {"backend": "mock", "error_rate": 0.1}
-    make_backend("m", backend_options(entry), cache_dir="unused", seed=0)
-    with pytest.raises(TypeError, match="contestants"):
-        make_backend("m", entry, cache_dir="unused", seed=0)
+    assert backend_options(entry) == {"error_rate": 0.1}
+    assert make_backend("m", entry, cache_dir="unused", seed=0).error_rate == 0.1
+    with pytest.raises(TypeError, match="colour"):
+        make_backend("m", {**entry, "colour": "red"}, cache_dir="unused", seed=0)

@@ -504,19 +504,19 @@ def test_style_controlled_fit_is_the_penalised_maximum_likelihood_on_the_same_de
     games.loc[rng.choice(len(games), 40, replace=False), "verdict"] = "tie"
     games.loc[[3, 7], "verdict"] = "invalid"
     X, share, _ = design_by_hand(games, style, models)
-    alpha = 0.05
-    table, coefficients, _ = style_controlled_bt(games, style, models, alpha, 20, np.random.default_rng(0))
+    regularization = 0.05
+    table, coefficients, _ = style_controlled_bt(games, style, models, regularization, 20, np.random.default_rng(0))
     fitted = np.r_[table.set_index("model").loc[models, "logit"], coefficients["coefficient"]]
 
     def objective(params):  # game by game, ties as half a win each (scipy, no scikit-learn)
         margin = X @ params
-        return (share * np.logaddexp(0, -margin) + (1 - share) * np.logaddexp(0, margin)).sum() + alpha * params @ params
+        return (share * np.logaddexp(0, -margin) + (1 - share) * np.logaddexp(0, margin)).sum() + regularization * params @ params
 
     direct = minimize(objective, np.zeros(X.shape[1]), method="BFGS", options={"gtol": 1e-9}).x
     direct[:len(models)] -= direct[:len(models)].mean()
     np.testing.assert_allclose(fitted, direct, atol=1e-4)
-    # scikit-learn on the per-game matrix, another solver: the same C = 1 / (2 alpha).
-    regression = LogisticRegression(C=1 / (2 * alpha), fit_intercept=False, solver="lbfgs", tol=1e-12, max_iter=10000)
+    # scikit-learn on the per-game matrix, another solver: the same C = 1 / (2 regularization).
+    regression = LogisticRegression(C=1 / (2 * regularization), fit_intercept=False, solver="lbfgs", tol=1e-12, max_iter=10000)
     regression.fit(np.vstack([X, X]), np.r_[np.ones(len(X)), np.zeros(len(X))], sample_weight=np.r_[share, 1 - share])
     reference = regression.coef_[0]
     reference[:len(models)] -= reference[:len(models)].mean()

@@ -72,7 +72,7 @@ def test_a_damaged_cached_gguf_is_assembled_again(gemma_gguf, tmp_path, caplog):
     import os
     import shutil
 
-    from polyrag.llm.llama_cpp_backend import gguf_from_package
+    from polyrag.llm.weights import gguf_from_package
 
     cached = tmp_path / "models" / gemma_gguf.name
     cached.parent.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from polyrag.errors import BackendUnavailable, LLMUnavailable, TooManyFailures
 from polyrag.features.llm_scores import llm_scores
 from polyrag.generate.answers import generate_answers
-from polyrag.judge.games import arena_items, judge_pairs_with_llm
+from polyrag.judge.play import arena_items, judge_pairs_with_llm
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 from polyrag.llm.openai_backend import OpenAIBackend

@@ -1,5 +1,6 @@
 """The judging budget in the workflow: which judges judge in rounds, how many, and what the
-leaderboard says about the calls spent (polyrag.arena.rounds, polyrag.arena.leaderboard.with_budget)."""
+leaderboard says about the calls spent (polyrag.config.queries' budget queries, polyrag.arena.rounds,
+polyrag.arena.leaderboard.with_budget)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import yaml
 
 from polyrag.arena.adaptive import AdaptiveSettings, round_units, round_zero_units
 from polyrag.arena.leaderboard import with_budget
-from polyrag.arena.rounds import (adaptive_settings, budget_spec, judge_round_count, question_ids, round_judges,
-                                  round_record)
+from polyrag.arena.rounds import adaptive_settings, judge_round_count, question_ids, round_record
+from polyrag.config.queries import budget_spec, round_judges
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
-from polyrag.judge.games import arena_items
+from polyrag.judge.play import arena_items
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def test_exhaustive_is_the_default_and_judges_no_rounds(demo_config, repo):
     config = check(demo_config, repo)
     assert config["arena"]["budget"] == "exhaustive" and config["arena"]["budget_by_language"] == {}
     assert round_judges(config) == []
-    assert adaptive_settings(config) == AdaptiveSettings(alpha=config["arena"]["regularization"])
+    assert adaptive_settings(config) == AdaptiveSettings(regularization=config["arena"]["regularization"])
 
 
 def test_demo_budget_rounds(demo_config, repo):
@@ -124,7 +125,7 @@ def test_with_budget_adds_games_and_share_spent():
 
 
 def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
-    from polyrag.arena.rounds import models_at, placement_round
+    from polyrag.config.queries import models_at, placement_round
 
     del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
     demo_config["checks"]["finetune_gain"] = False  # (whose known truth is then missing)
@@ -146,7 +147,7 @@ def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
 
 
 def test_round_params_do_not_depend_on_the_order_of_config_keys(demo_config, repo):
-    from polyrag.arena.rounds import settings_entry
+    from polyrag.config.queries import settings_entry
 
     demo_config["arena"]["adaptive"] = {"block": 3, "bootstrap": 0}
     first = settings_entry(check(demo_config, repo))

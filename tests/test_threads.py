@@ -1,4 +1,4 @@
-"""A job's CPU engines run on the threads Snakemake grants it: the rule asks (polyrag.config.queries'
+"""A job's CPU engines run on the threads Snakemake grants it: the rule asks (polyrag.llm.backends'
 defaults, a model's resources:), Snakemake caps the request at --cores, the script passes
 snakemake.threads to the LLM layer, and llama.cpp and torch use that many unless the config says."""
 

@@ -380,9 +380,9 @@ def test_gemma_answers_are_real_model_output(run):
 def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     workdir, config = run
     assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
-    # One judged model and one judge: false model added at once.
+    # One judged model and one judged: false model added at once.
     models = {**config["models"], "mock-20": {"backend": "mock", "error_rate": 0.2},
-              "new-model": {"backend": "mock", "error_rate": 0.3, "judge": False}}
+              "new-model": {"backend": "mock", "error_rate": 0.3, "judged": False}}
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **models)
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr
@@ -400,7 +400,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
                  for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
     assert {o for o in outputs if "judgments" in o} == new_pairs
     assert "results/features/new-model/hi.parquet" in dry.stdout
-    # A judge: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
+    # A judged: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"],
                 **{**config["models"], "new-model": models["new-model"]})
     dry = snakemake(repo, workdir, "-n")

@@ -59,11 +59,10 @@ from scipy.special import ndtr  # the standard normal CDF, without scipy.stats o
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.games import win_matrix
-from polyrag.config.queries import model_pairs
+from polyrag.config.queries import EXHAUSTIVE, model_pairs
 from polyrag.errors import ConfigError
 from polyrag.seeds import rng_for
 
-EXHAUSTIVE = "exhaustive"
 CRITERIA = ("ranking", "information", "random")
 UNIT_COLUMNS = ["round", "model_a", "model_b", "query_id", "reason"]
 
@@ -75,7 +74,7 @@ class AdaptiveSettings:
     cycles: int = 1  # random Hamiltonian cycles in round 0
     criterion: str = "ranking"
     floor: float = 0.1  # weight every pair keeps under ``ranking`` however settled its order
-    alpha: float = 0.01  # the Bradley-Terry penalty (arena.regularization)
+    regularization: float = 0.01  # the Bradley-Terry penalty
     neighbours: int = 4  # placement opponents of a new model
     bootstrap: int = 100  # tournaments of the stopping rule each round; 0: stop on the budget alone
     tolerance: float = 0.5  # stop when the bootstrap expects fewer pairs than this out of order
@@ -241,13 +240,13 @@ def placement(new_models: list[str], predicted: Mapping[str, float], games: pd.D
     return units_frame(picks, round_index, "placement")
 
 
-def fisher_covariance(wins: np.ndarray, logit: np.ndarray, alpha: float) -> np.ndarray:
+def fisher_covariance(wins: np.ndarray, logit: np.ndarray, regularization: float) -> np.ndarray:
     """Inverse Hessian of the penalised BT log-likelihood at ``logit``: every game of (i, j),
-    a tie too, carries ``p(1-p)``; the penalty adds ``2 alpha`` on the diagonal."""
+    a tie too, carries ``p(1-p)``; the penalty adds ``2 regularization`` on the diagonal."""
     p = 1 / (1 + np.exp(logit[None, :] - logit[:, None]))
     weight = (wins + wins.T) * p * (1 - p)
     np.fill_diagonal(weight, 0)
-    hessian = np.diag(weight.sum(axis=1)) - weight + 2 * alpha * np.eye(len(logit))
+    hessian = np.diag(weight.sum(axis=1)) - weight + 2 * regularization * np.eye(len(logit))
     return np.linalg.inv(hessian)
 
 
@@ -280,8 +279,8 @@ def select_round(games: pd.DataFrame, models: list[str], questions: list[str], n
         return frame.assign(score=np.nan)
     index = {m: i for i, m in enumerate(models)}
     wins = win_matrix(games, models)
-    logit = fit_logits(wins, settings.alpha)
-    covariance = fisher_covariance(wins, logit, settings.alpha)
+    logit = fit_logits(wins, settings.regularization)
+    covariance = fisher_covariance(wins, logit, settings.regularization)
     pairs = queue.pairs
     i = np.array([index[a] for a, _ in pairs])
     j = np.array([index[b] for _, b in pairs])
@@ -360,7 +359,7 @@ def next_round(games: pd.DataFrame, models: list[str], questions: list[str], bud
     if spent >= exhaustive_units(len(models), len(questions)):
         return pd.DataFrame(columns=UNIT_COLUMNS), "design exhausted"
     if settings.bootstrap:
-        table, bootstrap, _ = bradley_terry(games, models, settings.alpha, settings.bootstrap,
+        table, bootstrap, _ = bradley_terry(games, models, settings.regularization, settings.bootstrap,
                                             rng_for(seed, "adaptive-bootstrap", lang, round_index))
         settled = ranking_settled(table) or expected_discordant(table, bootstrap) < settings.tolerance
         if settled and adjacent_pairs_met(table, played):

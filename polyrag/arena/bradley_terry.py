@@ -1,10 +1,10 @@
 """Bradley-Terry logits with bootstrap intervals over arena questions (MIRAGE-BENCH).
 
 Every tournament, the point fit and each bootstrap alike, is fitted by the same estimator: the
-logits that maximise the log-likelihood of the games minus ``alpha * sum(logit**2)`` (choix's
-``opt_pairwise`` penalty, a Gaussian prior with variance ``1 / (2 * alpha)``), so a model that
+logits that maximise the log-likelihood of the games minus ``regularization * sum(logit**2)`` (choix's
+``opt_pairwise`` penalty, a Gaussian prior with variance ``1 / (2 * regularization)``), so a model that
 wins or loses every game still gets a finite logit. It is the objective of an L2-regularised logistic
-regression without intercept on the pairs (scikit-learn's with ``C = 1 / (2 * alpha)``), maximised
+regression without intercept on the pairs (scikit-learn's with ``C = 1 / (2 * regularization)``), maximised
 by Newton's method on the win matrices of all bootstrap tournaments at once (``fit_logits_batch``;
 the tests check it against scikit-learn, choix and a direct maximum likelihood).
 Logits are natural-log strengths with mean 0 (the penalty centres them):
@@ -45,16 +45,16 @@ from polyrag.errors import DataError
 MIN_BOOTSTRAP_QUESTIONS = 10
 
 
-def fit_logits(wins: np.ndarray, alpha: float) -> np.ndarray:
+def fit_logits(wins: np.ndarray, regularization: float) -> np.ndarray:
     """Centred, L2-penalised BT logits from a win matrix (``wins[i, j]``: wins of i over j,
     fractional for ties)."""
-    return fit_logits_batch(np.asarray(wins, float)[None], alpha)[0]
+    return fit_logits_batch(np.asarray(wins, float)[None], regularization)[0]
 
 
-def fit_logits_batch(wins: np.ndarray, alpha: float, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
+def fit_logits_batch(wins: np.ndarray, regularization: float, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
     """:func:`fit_logits` for a stack of win matrices (tournaments x models x models) at once: the
     same objective as scikit-learn's L2 logistic regression without intercept on the pairs
-    (``C = 1 / (2 alpha)``), maximised by Newton's method with step halving, vectorised over
+    (``C = 1 / (2 regularization)``), maximised by Newton's method with step halving, vectorised over
     tournaments (a bootstrap of 1,000 tournaments is one call instead of 1,000 fits). The
     objective is strictly concave (the penalty), so the maximum is unique."""
     wins = np.asarray(wins, float)
@@ -64,14 +64,14 @@ def fit_logits_batch(wins: np.ndarray, alpha: float, tol: float = 1e-10, max_ite
 
     def objective(theta: np.ndarray) -> np.ndarray:
         difference = theta[:, :, None] - theta[:, None, :]
-        return -(wins * np.logaddexp(0.0, -difference)).sum(axis=(1, 2)) - alpha * (theta**2).sum(axis=1)
+        return -(wins * np.logaddexp(0.0, -difference)).sum(axis=(1, 2)) - regularization * (theta**2).sum(axis=1)
 
     current = objective(theta)
     for _ in range(max_iter):
         p = 1 / (1 + np.exp(theta[:, None, :] - theta[:, :, None]))  # p[b, i, j] = P(i beats j)
-        gradient = (wins - games * p).sum(axis=2) - 2 * alpha * theta
+        gradient = (wins - games * p).sum(axis=2) - 2 * regularization * theta
         curvature = games * p * (1 - p)
-        hessian = curvature - eye * (curvature.sum(axis=2)[:, :, None] + 2 * alpha)
+        hessian = curvature - eye * (curvature.sum(axis=2)[:, :, None] + 2 * regularization)
         step = -np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         scale = np.ones(len(theta))
         for _ in range(30):  # halve the step where the objective would not improve
@@ -158,7 +158,7 @@ def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions,
     return low, high, best, worst
 
 
-def bradley_terry(games: pd.DataFrame, models: list[str], alpha: float, n_bootstrap: int,
+def bradley_terry(games: pd.DataFrame, models: list[str], regularization: float, n_bootstrap: int,
                   rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The leaderboard of one judge and language, the bootstrap logits, and the tournaments.
 
@@ -172,9 +172,9 @@ def bradley_terry(games: pd.DataFrame, models: list[str], alpha: float, n_bootst
     if unplayed:
         raise DataError(f"no valid game for {unplayed}: every verdict of their pairs is invalid or missing")
     questions, wins = question_win_matrices(games, models)
-    logit = fit_logits(wins.sum(axis=0), alpha)
+    logit = fit_logits(wins.sum(axis=0), regularization)
     counts_drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), alpha)
+    samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), regularization)
     played = model_question_counts(games, models)
     low, high, best, worst = intervals_and_ranks(logit, samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,

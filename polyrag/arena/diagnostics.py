@@ -185,7 +185,7 @@ def discrimination(games: pd.DataFrame) -> dict:
 
 
 def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], model_family: dict[str, str],
-                    judge_family: dict[str, str], alpha: float, n_bootstrap: int,
+                    judge_family: dict[str, str], regularization: float, n_bootstrap: int,
                     rng: np.random.Generator) -> pd.DataFrame:
     """One row per (judge, contestant of the judge's family): ``self_preference`` (the
     contestant's logit under the judge minus its mean logit under the judges of other families)
@@ -210,9 +210,9 @@ def self_preference(games_by_judge: dict[str, pd.DataFrame], models: list[str], 
     judged = {judge: discrimination(games[games["model_a"].isin(compared) & games["model_b"].isin(compared)
                                           & games["query_id"].isin(questions)])
               for judge, games in games_by_judge.items()}
-    logits = fit_logits_batch(wins.sum(axis=1), alpha)  # judge x model
+    logits = fit_logits_batch(wins.sum(axis=1), regularization)  # judge x model
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    samples = np.stack([fit_logits_batch(np.tensordot(drawn, judge_wins, axes=1), alpha) for judge_wins in wins],
+    samples = np.stack([fit_logits_batch(np.tensordot(drawn, judge_wins, axes=1), regularization) for judge_wins in wins],
                        axis=1)  # tournament x judge x model
     rows = []
     for j, judge in enumerate(judges):

@@ -5,7 +5,7 @@ rank, model, score with its 95% interval, the joint rank range, judged; under a 
 games and share spent); ``results/leaderboard_detailed.csv`` holds every column below.
 
 In each language, a judged model's arena logit is its Bradley-Terry logit; a model that was not
-judged (``judge: false``) takes the surrogate's prediction, on the same scale. Per language,
+judged (``judged: false``) takes the surrogate's prediction, on the same scale. Per language,
 models are ranked by that logit. Overall:
 
 - ``score`` is the mean arena logit over languages;
@@ -140,7 +140,7 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
 
 def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> pd.DataFrame:
     """``gold_anchored_*``: each model's logit, interval and joint rank-set anchored on gold labels
-    (``polyrag.arena.gold_anchored``; empty for models the gold judge does not judge, and for
+    (``polyrag.arena.label_anchored``; empty for models the gold judge does not judge, and for
     models whose gold-anchored logit is not estimable, which ``gold_anchored_note`` explains), and
     ``gold_anchored_by``, which judge and how many labels over which languages."""
     scope = gold["scope"].iloc[0]

@@ -1,5 +1,6 @@
-"""The arena's judging budget in the workflow: which judges judge in rounds, how many rounds a
-language gets, and each round's record (docs/adaptive_arena.md).
+"""The arena's judging budget in the workflow: how many rounds a language gets and each round's
+record (docs/adaptive_arena.md). Which judges judge in rounds and which models each round has are
+questions to the config (``polyrag.config.queries``: ``round_judges``, ``models_at``).
 
 Under a budget (``arena.budget`` or ``arena.budget_by_language`` other than ``exhaustive``) every
 judge called per pair (API, reference, recorded) judges in a static chain of rounds per language:
@@ -15,70 +16,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from polyrag.arena.adaptive import EXHAUSTIVE, AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds
-from polyrag.config.queries import judge_contestants, judged_models
-from polyrag.judge.kinds import judges_scheduled
-from polyrag.errors import ConfigError
-
-
-def budget_spec(config: dict, lang: str) -> tuple[object, str]:
-    """The budget of one language and the config key it comes from (for error messages)."""
-    by_language = config["arena"]["budget_by_language"]
-    if lang in by_language:
-        return by_language[lang], f"arena.budget_by_language.{lang}"
-    return config["arena"]["budget"], "arena.budget"
-
-
-def budgeted(config: dict) -> bool:
-    return any(budget_spec(config, lang)[0] != EXHAUSTIVE for lang in config["languages"])
-
-
-def round_judges(config: dict) -> list[str]:
-    """Judges that judge in rounds: under a budget, every judge called per pair (in every
-    language: a language left ``exhaustive`` spends the whole design in rounds)."""
-    if not budgeted(config):
-        return []
-    return judges_scheduled(config, "per_pair")
-
-
-def settings_entry(config: dict) -> dict:
-    """``arena.adaptive`` without ``joined``: the keyword arguments of ``AdaptiveSettings``, in
-    sorted order (a rule's params: Snakemake reruns a job whose params read differently, and the
-    schema fills defaults after the keys a config names, so the order follows the config)."""
-    return {key: value for key, value in sorted(config["arena"]["adaptive"].items()) if key != "joined"}
+from polyrag.arena.adaptive import AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds
+from polyrag.config.queries import arena_questions, budget_spec, joined, settings_entry
 
 
 def adaptive_settings(config: dict) -> AdaptiveSettings:
-    return AdaptiveSettings(**settings_entry(config), alpha=config["arena"]["regularization"])
-
-
-def joined(config: dict, judge: str) -> dict[str, int]:
-    """The round at which each of this judge's contestants joins (0: from the start), checked:
-    a model under ``arena.adaptive.joined`` must be judged."""
-    late = config["arena"]["adaptive"].get("joined") or {}
-    judged = judged_models(config)
-    for model in late:
-        if model not in judged:
-            raise ConfigError(f"arena.adaptive.joined.{model}: not a judged model (models: with judge: true)")
-    return {model: late.get(model, 0) for model in judge_contestants(config, judge)}
-
-
-def models_at(config: dict, judge: str, round_index: int) -> list[str]:
-    """The contestants in round ``round_index``: those that joined at or before it."""
-    return [model for model, first in joined(config, judge).items() if first <= round_index]
-
-
-def placement_round(config: dict, judge: str, round_index: int) -> bool:
-    """Whether a model joins in this round (round 0 excepted): its arena_round needs the
-    surrogate's predictions, fitted from every model's features."""
-    return round_index > 0 and round_index in joined(config, judge).values()
-
-
-def arena_questions(config: dict, judge: str) -> int:
-    """The most arena questions a language can give this judge (the data may have fewer)."""
-    limit = config["judges"][judge].get("max_questions")
-    queries = config["data"]["arena_queries"]
-    return queries if limit is None else min(queries, limit)
+    return AdaptiveSettings(**settings_entry(config), regularization=config["arena"]["regularization"])
 
 
 def judge_round_count(config: dict, judge: str, lang: str) -> int:
@@ -99,7 +42,7 @@ def judge_round_count(config: dict, judge: str, lang: str) -> int:
 
 
 def question_ids(questions: pd.DataFrame, max_questions: int | None) -> list[str]:
-    """The arena questions of a data file, as ``polyrag.judge.games.arena_items`` takes them."""
+    """The arena questions of a data file, as ``polyrag.judge.play.arena_items`` takes them."""
     ids = questions.loc[questions["arena"].astype(bool), "query_id"].astype(str).tolist()
     return ids if max_questions is None else ids[:max_questions]
 

@@ -58,7 +58,7 @@ from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations, strip_citations
-from polyrag.judge.games import shown_text
+from polyrag.judge.play import shown_text
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +136,13 @@ def style_differences(pairs: pd.DataFrame, style_by_model: dict[str, pd.DataFram
 
 
 def fit_style_controlled(model_design: np.ndarray, covariates: np.ndarray, wins_a: np.ndarray, wins_b: np.ndarray,
-                         alpha: float) -> tuple[np.ndarray, np.ndarray]:
+                         regularization: float) -> tuple[np.ndarray, np.ndarray]:
     """Centred logits and covariate coefficients of the L2-penalised BT logistic regression on
     ``[model_design | covariates]`` (rows: matchups; model columns +1 for model_a, -1 for model_b)."""
     design = np.hstack([model_design, covariates])
     X = np.vstack([design, design])
     y = np.r_[np.ones(len(design)), np.zeros(len(design))]
-    regression = LogisticRegression(C=1 / (2 * alpha), fit_intercept=False, solver="newton-cholesky", tol=1e-10,
+    regression = LogisticRegression(C=1 / (2 * regularization), fit_intercept=False, solver="newton-cholesky", tol=1e-10,
                                     max_iter=1000)
     params = regression.fit(X, y, sample_weight=np.r_[wins_a, wins_b]).coef_[0]
     logits = params[:model_design.shape[1]]
@@ -150,7 +150,7 @@ def fit_style_controlled(model_design: np.ndarray, covariates: np.ndarray, wins_
 
 
 def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFrame], models: list[str],
-                        alpha: float, n_bootstrap: int, rng: np.random.Generator,
+                        regularization: float, n_bootstrap: int, rng: np.random.Generator,
                         covariates: list[str] = STYLE_COVARIATES) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Style-controlled leaderboard of one judge and language.
 
@@ -179,12 +179,12 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     model_design[np.arange(len(pairs)), pairs["model_a"].map(index).to_numpy()] = 1.0
     model_design[np.arange(len(pairs)), pairs["model_b"].map(index).to_numpy()] = -1.0
     wins_a, wins_b = pairs["wins_a"].to_numpy(), pairs["wins_b"].to_numpy()
-    logit, coefficient = fit_style_controlled(model_design, z, wins_a, wins_b, alpha)
+    logit, coefficient = fit_style_controlled(model_design, z, wins_a, wins_b, regularization)
 
     questions = sorted(games["query_id"].unique())
     question = pairs["query_id"].map({query_id: k for k, query_id in enumerate(questions)}).to_numpy()
     drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    fits = [fit_style_controlled(model_design, z, wins_a * counts_q[question], wins_b * counts_q[question], alpha)
+    fits = [fit_style_controlled(model_design, z, wins_a * counts_q[question], wins_b * counts_q[question], regularization)
             for counts_q in drawn]
     logit_samples = np.array([fit[0] for fit in fits])
     coefficient_samples = np.array([fit[1] for fit in fits]).reshape(n_bootstrap, len(used))

@@ -1,24 +1,17 @@
 """What the rules and scripts ask of a validated config: which models are judged and by whom,
-the pairs, sampling settings, cluster resources, the MARS and fine-tuning sections' derived names.
+the pairs, sampling settings, cluster resources, the MARS and fine-tuning sections' derived names,
+the arena's judging budget (which judges judge in rounds, which models each round has).
 A judge's kind (how it is scheduled, whether it sends prompts) comes from ``polyrag.judge.kinds``.
 """
 
 from __future__ import annotations
 
+from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
-from polyrag.judge.kinds import judge_kind, prompting_judges
+from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
+from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
 
-#: Cluster resources per backend, overridden by a model's own ``resources:``.
-BACKEND_RESOURCES: dict[str, dict[str, int]] = {
-    "mock": {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
-    "openai": {"gpu": 0, "mem_mb": 4000, "runtime": 720, "threads": 1},
-    "llama_cpp": {"gpu": 0, "mem_mb": 4000, "runtime": 240, "threads": 4},
-    "transformers": {"gpu": 1, "mem_mb": 32000, "runtime": 720, "threads": 4},
-    "vllm": {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8},
-    "reference": {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1},
-    "recorded": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
-}
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
 FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
 
@@ -31,8 +24,8 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
 
 
 def judged_models(config: dict) -> list[str]:
-    """Models that take part in pairwise judging (``judge: true``), sorted."""
-    return sorted(name for name, entry in config["models"].items() if entry["judge"])
+    """Models that take part in pairwise judging (``judged: true``), sorted."""
+    return sorted(name for name, entry in config["models"].items() if entry["judged"])
 
 
 def meta_evaluators(config: dict) -> list[str]:
@@ -83,11 +76,17 @@ def model_pairs(models: list[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
 
 
+def backend_resources(backend: str) -> dict[str, int]:
+    """Default cluster resources of a backend's jobs: a judge kind's (``polyrag.judge.kinds``, which
+    takes a language model's from the LLM backends), else an LLM backend's (``polyrag.llm.backends``)."""
+    return KINDS[backend].resources if backend in KINDS else LLM_BACKENDS[backend].resources
+
+
 def model_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of one model's jobs: backend defaults, then the model's own. Attempt k
     (a retry, e.g. after SLURM killed the job at its time limit) asks for k times the runtime;
     it resumes from the LLM cache, so the time already spent is not spent again."""
-    defaults = BACKEND_RESOURCES[entry["backend"]] if "backend" in entry else FEATURE_MODEL_RESOURCES
+    defaults = backend_resources(entry["backend"]) if "backend" in entry else FEATURE_MODEL_RESOURCES
     resources = {**defaults, **(entry.get("resources") or {})}
     return {**resources, "runtime": resources["runtime"] * attempt}
 
@@ -140,6 +139,20 @@ def mars_gold_pairs(config: dict) -> list[str]:
     return list(dict.fromkeys([*mars_pairs(config), *mars_calibration_pairs(config)]))
 
 
+#: Cluster resources of a MARS judge's jobs per ``mars.judge.backend``, overridden by ``mars.judge.resources``.
+MARS_JUDGE_RESOURCES = {
+    "transformers": {"gpu": 1, "mem_mb": 16000, "runtime": 240, "threads": 4},  # fine-tuning wants a GPU
+    "embedding_logreg": {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1},
+}
+
+
+def mars_judge_resources(config: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of the MARS judges' jobs; unlike ``model_resources`` a retry (``attempt``)
+    asks for the same runtime."""
+    judge = config["mars"]["judge"]
+    return {**MARS_JUDGE_RESOURCES[judge["backend"]], **(judge.get("resources") or {})}
+
+
 #: Cluster resources of the fine-tuning job (a 7B student with gradient checkpointing), overridden by
 #: ``finetune.resources``.
 FINETUNE_RESOURCES = {"gpu": 1, "mem_mb": 64000, "runtime": 720, "threads": 8}
@@ -174,8 +187,68 @@ def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
 
 
 def gold_languages(config: dict) -> list[str]:
-    """Languages whose gold labels exist: a filled file under arena.gold.labels, or the stand-in's."""
-    gold = config["arena"]["gold"]
+    """Languages whose gold labels exist: a filled file under arena.human_labels.labels, or the stand-in's."""
+    gold = config["arena"]["human_labels"]
     if gold is None:
         return []
     return [lang for lang in config["languages"] if lang in gold["labels"] or gold["stand_in"] is not None]
+
+
+#: The arena budget of a language that judges every unit (question, pair): no rounds.
+EXHAUSTIVE = "exhaustive"
+
+
+def budget_spec(config: dict, lang: str) -> tuple[object, str]:
+    """The budget of one language and the config key it comes from (for error messages)."""
+    by_language = config["arena"]["budget_by_language"]
+    if lang in by_language:
+        return by_language[lang], f"arena.budget_by_language.{lang}"
+    return config["arena"]["budget"], "arena.budget"
+
+
+def budgeted(config: dict) -> bool:
+    return any(budget_spec(config, lang)[0] != EXHAUSTIVE for lang in config["languages"])
+
+
+def round_judges(config: dict) -> list[str]:
+    """Judges that judge in rounds: under a budget, every judge called per pair (in every
+    language: a language left ``exhaustive`` spends the whole design in rounds)."""
+    if not budgeted(config):
+        return []
+    return judges_scheduled(config, "per_pair")
+
+
+def settings_entry(config: dict) -> dict:
+    """``arena.adaptive`` without ``joined``: the keyword arguments of ``AdaptiveSettings``, in
+    sorted order (a rule's params: Snakemake reruns a job whose params read differently, and the
+    schema fills defaults after the keys a config names, so the order follows the config)."""
+    return {key: value for key, value in sorted(config["arena"]["adaptive"].items()) if key != "joined"}
+
+
+def joined(config: dict, judge: str) -> dict[str, int]:
+    """The round at which each of this judge's contestants joins (0: from the start), checked:
+    a model under ``arena.adaptive.joined`` must be judged."""
+    late = config["arena"]["adaptive"].get("joined") or {}
+    judged = judged_models(config)
+    for model in late:
+        if model not in judged:
+            raise ConfigError(f"arena.adaptive.joined.{model}: not a judged model (models: with judged: true)")
+    return {model: late.get(model, 0) for model in judge_contestants(config, judge)}
+
+
+def models_at(config: dict, judge: str, round_index: int) -> list[str]:
+    """The contestants in round ``round_index``: those that joined at or before it."""
+    return [model for model, first in joined(config, judge).items() if first <= round_index]
+
+
+def placement_round(config: dict, judge: str, round_index: int) -> bool:
+    """Whether a model joins in this round (round 0 excepted): its arena_round needs the
+    surrogate's predictions, fitted from every model's features."""
+    return round_index > 0 and round_index in joined(config, judge).values()
+
+
+def arena_questions(config: dict, judge: str) -> int:
+    """The most arena questions a language can give this judge (the data may have fewer)."""
+    limit = config["judges"][judge].get("max_questions")
+    queries = config["data"]["arena_queries"]
+    return queries if limit is None else min(queries, limit)

@@ -1,12 +1,12 @@
 """Config validation: JSON schema with defaults, then the checks a schema cannot express.
 
 Every problem stops the run before any job with one message that names the config file and key.
-What the rules ask of a validated config is in ``polyrag.config.queries``.
+What validation fills in (local data paths, the fine-tuned student) is in ``polyrag.config.resolve``;
+what the rules ask of a validated config is in ``polyrag.config.queries``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,13 +16,14 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
-from polyrag.checks import lacking
+from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
+from polyrag.config.resolve import add_student, resolve_local_data
 from polyrag.errors import ConfigError
-from polyrag.finetune.student import check_student, student_entry
+from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
 from polyrag.judge.kinds import judge_kind
 from polyrag.mars.labels import split_pair
@@ -130,48 +131,6 @@ def check_names(config: dict, source: str) -> None:
                               "code (de) or a question-passage pair (de-en)")
 
 
-#: Keys naming local data, and the environment variable read when the key is null.
-LOCAL_DATA_KEYS = {
-    ("meta_eval", "dir"): "POLYRAG_MEMERAG_DIR",
-    ("mars", "gold", "dir"): "POLYRAG_XQUAD_DIR",
-    ("mars", "few_shot", "file"): None,
-    ("mars", "calibration", "path"): None,
-    ("finetune", "training", "dir"): None,
-}
-DEMO_DIR = "resources/demo"  # data.dir of data.source: demo when null
-
-
-def local_path(value: str, workflow_dir: Path) -> str:
-    """A relative path from the working directory when it exists there, else from the workflow's
-    folder: the demo's ``resources/`` ship with the workflow, and ``snakemake --directory`` runs
-    elsewhere."""
-    if Path(value).is_absolute() or Path(value).exists() or not (workflow_dir / value).exists():
-        return value
-    return str(workflow_dir / value)
-
-
-def resolve_local_data(config: dict, workflow_dir: Path) -> None:
-    """Fill null data folders from their environment variable and resolve relative paths in place,
-    so that every stage reads the same local files (one way to point the workflow at a copy)."""
-    data = config["data"]
-    if data["dir"] is None and data["source"] == "xquad":
-        data["dir"] = os.environ.get("POLYRAG_XQUAD_DIR")
-    if data["dir"] is None and data["source"] == "demo":
-        data["dir"] = DEMO_DIR
-    if data["dir"]:
-        data["dir"] = local_path(data["dir"], workflow_dir)
-    for (*parents, key), variable in LOCAL_DATA_KEYS.items():
-        section = config
-        for parent in parents:
-            section = section.get(parent) or {}
-        if key not in section:
-            continue
-        if section[key] is None and variable:
-            section[key] = os.environ.get(variable)
-        if section[key]:
-            section[key] = local_path(section[key], workflow_dir)
-
-
 def validate_config(config: dict, schema_path: str | Path, source: str = "config",
                     workflow_dir: str | Path | None = None) -> dict:
     """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key.
@@ -241,7 +200,7 @@ def check_semantics(config: dict, source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: arena.budget_by_language: {unknown} not among languages {languages}")
     if config["judges"] and len(judged_models(config)) < 2:
-        raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judge: true, "
+        raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judged: true, "
                           f"found {judged_models(config)}")
     check_judges(config, source)
     meta_eval = config["meta_eval"]
@@ -284,29 +243,29 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
     if config["mars"] is not None:
         check_mars(config, source)
-    if config["arena"]["gold"] is not None:
+    if config["arena"]["human_labels"] is not None:
         check_gold(config, source)
 
 
 def check_gold(config: dict, source: str) -> None:
-    gold = config["arena"]["gold"]
+    gold = config["arena"]["human_labels"]
     for key in ("judge", "stand_in"):
         name = gold[key]
         if name is not None and name not in config["judges"]:
-            raise ConfigError(f"{source}: arena.gold.{key}: {name!r} is not a judge under judges:")
+            raise ConfigError(f"{source}: arena.human_labels.{key}: {name!r} is not a judge under judges:")
     if gold["stand_in"] == gold["judge"]:
-        raise ConfigError(f"{source}: arena.gold.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
+        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
                           "itself; its labels would only repeat the judge's verdicts")
     if gold["stand_in"] is not None:
         missing = set(judge_contestants(config, gold["judge"])) - set(judge_contestants(config, gold["stand_in"]))
         if missing:
-            raise ConfigError(f"{source}: arena.gold.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
+            raise ConfigError(f"{source}: arena.human_labels.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
                               f"which the judge {gold['judge']!r} does: it could not label their units")
     for lang, path in gold["labels"].items():
         if lang not in config["languages"]:
-            raise ConfigError(f"{source}: arena.gold.labels: {lang!r} is not among languages {config['languages']}")
+            raise ConfigError(f"{source}: arena.human_labels.labels: {lang!r} is not among languages {config['languages']}")
         if not Path(path).exists():
-            raise ConfigError(f"{source}: arena.gold.labels.{lang}: {path} does not exist")
+            raise ConfigError(f"{source}: arena.human_labels.labels.{lang}: {path} does not exist")
 
 
 def check_judges(config: dict, source: str) -> None:
@@ -326,7 +285,7 @@ def check_judges(config: dict, source: str) -> None:
                 f"judges.{name}.weights.similarity: 0 (citations and language only) or use another judge")
         unknown = [model for model in entry.get("contestants") or [] if model not in judged]
         if unknown:
-            raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judge: true "
+            raise ConfigError(f"{source}: judges.{name}.contestants: {unknown} are not models with judged: true "
                               f"(judged models: {judged})")
         if judge_kind(entry, name).scheduling != "panel":
             continue
@@ -426,13 +385,3 @@ def check_finetune(config: dict, source: str) -> None:
         missing = [lang for lang in finetune_languages(config) if not (directory / f"{lang}.jsonl").is_file()]
         if not training["dir"] or missing:
             raise ConfigError(f"{source}: finetune.training.dir: no training questions for {missing} in {training['dir']}")
-
-
-def add_student(config: dict) -> None:
-    """The fine-tuned student joins ``models:`` under ``finetune.name``, served with its adapter,
-    and its control (``control_name``) served the same way without it."""
-    finetune = config["finetune"]
-    config["models"][finetune["name"]] = student_entry(finetune["student"], finetune_adapter_dir(config),
-                                                       finetune["lora"]["r"])
-    if finetune["control"]:
-        config["models"][control_name(config)] = control_entry(config)

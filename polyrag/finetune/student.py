@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from polyrag.errors import ConfigError
+from polyrag.llm.backends import LLM_BACKENDS
 
-# Keys of the student's config that the generation stage's model entry takes as they are, per backend.
-COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judge")
+# Keys of the student's config that the generation stage's model entry takes as they are, per backend
+# that serves an adapter (``adapters`` in ``polyrag.llm.backends``).
+COMMON_KEYS = ("temperature", "max_tokens", "stop", "resources", "family", "judged")
 SERVING_KEYS = {
     "transformers": ("mode", "device", "dtype", "batch_size", *COMMON_KEYS),
     "vllm": ("mode", "dtype", "max_model_len", *COMMON_KEYS),
@@ -43,6 +45,8 @@ def student_entry(student: dict, adapter_dir: str | Path | None, lora_rank: int 
     the same base served the same way (on llama.cpp, its ``lora_targets`` re-quantized alike)."""
     check_student(student)
     serve = student.get("serve") or "transformers"
+    if not LLM_BACKENDS[serve].adapters:
+        raise ConfigError(f"finetune.student.serve: {serve} serves no LoRA adapter")
     serving = {key: student[key] for key in SERVING_KEYS[serve] if student.get(key) is not None}
     revision = {"revision": student["revision"]} if student.get("revision") else {}
     if serve == "llama_cpp":

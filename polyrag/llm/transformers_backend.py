@@ -10,7 +10,6 @@ overwritten checkpoint or a moved Hub branch never reuses the old model's cached
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from itertools import groupby
 from pathlib import Path
@@ -20,21 +19,7 @@ from polyrag.llm.base import Backend, engine_failed, split_by_context
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.identity import checkpoint_identity
 from polyrag.llm.types import Request, Response
-
-
-ADAPTER_WEIGHTS = "adapter_model.safetensors"
-
-
-def adapter_digest(adapter: str | Path) -> str:
-    """A short hash of the adapter's weights and config: names the fine-tuned model in cache keys."""
-    folder = Path(adapter)
-    digest = hashlib.sha256()
-    for name in (ADAPTER_WEIGHTS, "adapter_config.json"):
-        path = folder / name
-        if not path.is_file():
-            raise BackendUnavailable(f"LoRA adapter {folder}: {name} is missing (train the adapter first)")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+from polyrag.llm.weights import adapter_digest
 
 
 def prompt_text(tokenizer, mode: str, request: Request) -> tuple[str, bool]:

@@ -31,6 +31,7 @@ from polyrag.errors import BackendUnavailable
 from polyrag.llm.base import Backend, engine_failed, split_by_context
 from polyrag.llm.identity import checkpoint_identity
 from polyrag.llm.types import Request, Response
+from polyrag.llm.weights import adapter_digest
 
 
 def sampling_params_kwargs(request: Request) -> dict[str, Any]:
@@ -83,8 +84,6 @@ class VLLMBackend(Backend):
         lora_kwargs: dict[str, Any] = {}
         if adapter:
             from vllm.lora.request import LoRARequest
-
-            from polyrag.llm.transformers_backend import adapter_digest
 
             digest = adapter_digest(adapter)
             self.lora_request = LoRARequest(f"lora-{digest}", 1, str(adapter))

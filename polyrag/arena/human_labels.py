@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.gold_anchored import active_inclusion_probabilities
+from polyrag.arena.active import active_inclusion_probabilities
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
 from polyrag.spreadsheet import from_spreadsheet, write_csv_for_people
@@ -62,12 +62,12 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
                  design: str = "uniform", floor: float = 0.5) -> pd.DataFrame:
     """The key of a random sample of ``units`` (``polyrag.arena.units.judge_units``): ``uniform``
     draws exactly ``count`` units; ``active`` labels each unit independently with its
-    ``inclusion_probability`` (``polyrag.arena.gold_anchored.active_inclusion_probabilities``:
+    ``inclusion_probability`` (``polyrag.arena.active.active_inclusion_probabilities``:
     ``count`` labels expected, more where the judge is unsure, a ``floor`` share uniform)."""
     population = units.sort_values("unit_id", ignore_index=True)
     size = count if count is not None else floor_count(share * len(population))
     if size > len(population):
-        raise DataError(f"arena.gold.sample: {size} units asked in {lang!r}, which has {len(population)}")
+        raise DataError(f"arena.human_labels.sample: {size} units asked in {lang!r}, which has {len(population)}")
     rng = rng_for(seed, "gold-sample", lang)
     if design == "active":
         probability = active_inclusion_probabilities(population["judge_value"].to_numpy(float), size, floor)

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from polyrag.arena.gold_labels import (KEY_COLUMNS, gold_labels, read_filled, read_key, write_key,
+from polyrag.arena.human_labels import (KEY_COLUMNS, gold_labels, read_filled, read_key, write_key,
                                        write_tasks)
 from polyrag.errors import DataError
 

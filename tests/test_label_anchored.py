@@ -15,11 +15,11 @@ import pytest
 from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
-from polyrag.arena.gold_anchored import (active_fit, active_inclusion_probabilities, agreement_over_languages,
-                                         anchored_fit, design,
-                                         effective_labels, gold_anchored, gold_anchored_table, judge_gold_agreement,
-                                         rank_sets)
-from polyrag.arena.gold_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
+from polyrag.arena.active import active_fit, active_inclusion_probabilities
+from polyrag.arena.label_anchored import effective_labels, gold_anchored, gold_anchored_table, rank_sets
+from polyrag.arena.label_agreement import agreement_over_languages, judge_gold_agreement
+from polyrag.arena.ppi_fit import anchored_fit, design
+from polyrag.arena.human_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
 from polyrag.errors import DataError
@@ -70,12 +70,12 @@ def test_lambda_zero_is_the_bradley_terry_fit_of_the_gold_labels_alone():
     wins = np.zeros((MODELS, MODELS))
     np.add.at(wins, (pairs[labelled, 0], pairs[labelled, 1]), y[labelled])
     np.add.at(wins, (pairs[labelled, 1], pairs[labelled, 0]), 1 - y[labelled])
-    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, alpha=1e-10), abs=1e-6)
+    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, regularization=1e-10), abs=1e-6)
     # And the judge-only logits are the same fit of every unit's judge value.
     judged = np.zeros((MODELS, MODELS))
     np.add.at(judged, (pairs[:, 0], pairs[:, 1]), yhat)
     np.add.at(judged, (pairs[:, 1], pairs[:, 0]), 1 - yhat)
-    assert fits["judge_only"].logit == pytest.approx(fit_logits(judged, alpha=1e-10), abs=1e-6)
+    assert fits["judge_only"].logit == pytest.approx(fit_logits(judged, regularization=1e-10), abs=1e-6)
 
 
 def test_centred_logits_do_not_depend_on_the_anchor():
@@ -91,7 +91,7 @@ def test_centred_logits_do_not_depend_on_the_anchor():
 
 def test_rank_sets_order_only_what_the_ellipsoid_separates():
     """Two far-apart models are ordered; two equal ones are not (a hand-built covariance)."""
-    from polyrag.arena.gold_anchored import Fit
+    from polyrag.arena.ppi_fit import Fit
     fit = Fit(logit=np.array([1.0, -1.0, -0.05, 0.05]), covariance=np.eye(4) * 0.01, lam=0.5, converged=True)
     best, worst = rank_sets(fit)
     # bound: chi2(3, 0.95) = 7.81; sd of a difference sqrt(0.02): 0.395 separates, 0.1 does not.
@@ -253,7 +253,7 @@ def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
     refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the gold labels need columns unit_id and label")
     refused('{"unit_id": "x"\n', r"filled.jsonl: line 1: not JSON", name="filled.jsonl")
     refused("unit_id\tlabel\n", r"filled.tsv: gold labels must be .csv, .jsonl", name="filled.tsv")
-    with pytest.raises(DataError, match=r"arena.gold.sample: 99 units asked in 'en', which has 18"):
+    with pytest.raises(DataError, match=r"arena.human_labels.sample: 99 units asked in 'en', which has 18"):
         sample_units(judge_units(games, "en"), "en", seed=7, count=99)
 
 

@@ -1,4 +1,4 @@
-"""Games of one pair of models on the arena questions: two per question, one per order.
+"""Playing the games of one pair of models on the arena questions: two per question, one per order.
 
 Every pair is judged in both orders (A/B swapped) so that a judge's position bias cancels in
 the Bradley-Terry fit; ``shown_first`` records the order. LLM verdicts that cannot be read are
