@@ -360,7 +360,7 @@ def adaptive_cell(seed: int, design: str, share: float, questions: int) -> dict:
 
 def bt_cells() -> list[tuple]:
     cells = []
-    for questions in (12, 30, 100):
+    for questions in (6, 12, 30, 100):  # 6: a demo language's arena (config.yaml's data.max_questions)
         for source in ("polyrag", "MIRAGE-BENCH percentile, 200 tournaments"):
             cells.append(("bradley_terry", source, f"6 models, {questions} questions, question effect sd 0.3", bt_cell,
                           {"source": source, "questions": questions}))

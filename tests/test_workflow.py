@@ -111,8 +111,11 @@ def test_outputs_follow_the_contract(run):
             assert list(answers.columns) == ANSWER_COLUMNS
             assert list(answers["query_id"]) == list(data["query_id"])
     for model in config["models"]:  # one generation job per model: one log and one benchmark
-        assert (workdir / "logs" / "generate" / f"{model}.log").exists()
-        assert (workdir / "results" / "benchmarks" / "generate" / f"{model}.tsv").exists()
+        log = (workdir / "logs" / "generate" / f"{model}.log").read_text()
+        unlogged = [lang for lang in config["languages"] if f"answering the {lang} questions" not in log]
+        assert not unlogged, (model, unlogged)
+        benchmark = pd.read_csv(workdir / "results" / "benchmarks" / "generate" / f"{model}.tsv", sep="\t")
+        assert len(benchmark) == 1 and benchmark["s"].iloc[0] > 0 and benchmark["cpu_time"].iloc[0] > 0
 
 
 def test_features_and_judgments(run):
@@ -516,7 +519,17 @@ def test_meta_evaluation_on_real_memerag(repo, tmp_path, embedded_data):
     systems = summary.dropna(subset=["balanced_accuracy"]).groupby(["task", "lang"]).size()
     assert len(tests) == (systems * (systems - 1) // 2).sum()  # every pair of evaluators in a column
     assert (tests["n"] == tests["n_summary"]).all()
-    assert (meta / "fine_grained.csv").exists()
+    # fine_grained.csv: faithfulness accuracy per MEMERAG error class, recomputed from the predictions
+    fine = pd.read_csv(meta / "fine_grained.csv", keep_default_na=False).query("evaluator == 'e5-similarity'")
+    for lang in ("en", "de", "es", "fr", "hi"):
+        predictions = pd.read_parquet(meta / "e5-similarity" / f"{lang}.parquet").query("task == 'faithfulness'")
+        expected = (predictions.assign(correct=predictions["prediction"] == predictions["label"],
+                                       error_class=predictions["fine_grained_factuality"].fillna("(none)"))
+                    .groupby("error_class")["correct"].agg(["mean", "size"]))
+        got = fine[fine["lang"] == lang].set_index("fine_grained_factuality").loc[expected.index]
+        assert len(fine[fine["lang"] == lang]) == len(expected)
+        assert got["n"].tolist() == expected["size"].tolist()
+        assert got["accuracy"].to_numpy() == pytest.approx(expected["mean"].to_numpy())
     assert (tmp_path / "results" / "plots" / "meta_eval.png").stat().st_size > 10_000
 
 
