@@ -61,6 +61,7 @@ def test_memerag_significance_controls_the_family_wise_rate():
 def test_bradley_terry_intervals_cover_at_twelve_questions_and_rank_ranges_claim_no_false_order():
     interval, ranks = run("bradley_terry", "polyrag", "6 models, 12 questions")
     assert_covers(interval["coverage"])
+    assert_covers(run("bradley_terry", "polyrag", "6 models, 6 questions")[0]["coverage"])  # a demo language
     assert ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS
     _, tied_ranks = run("bradley_terry", "polyrag", "6 models of equal strength")
     assert tied_ranks["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS  # no order claimed among equals
