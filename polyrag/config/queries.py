@@ -175,8 +175,13 @@ def control_name(config: dict) -> str | None:
     return f"{finetune['name']}-base" if finetune and finetune["control"] else None
 
 
+def finetune_dir(config: dict) -> str:
+    """The fine-tuning stage's outputs: the teacher's answers, the training set, the adapter."""
+    return f"results/finetune/{config['finetune']['name']}"
+
+
 def finetune_adapter_dir(config: dict) -> str:
-    return f"results/finetune/{config['finetune']['name']}/adapter"
+    return f"{finetune_dir(config)}/adapter"
 
 
 def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:

@@ -9,12 +9,11 @@ layout, or a flat ``{lang}.jsonl`` for the base variant). The language is the fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from polyrag.data.io import cached_download
+from polyrag.data.io import cached_download, read_jsonl
 from polyrag.errors import DataError
 
 MEMERAG_COMMIT = "bf8c052a209e971020975dc3634169cfa5f908f2"
@@ -56,23 +55,16 @@ def memerag_file(lang: str, variant: str, directory: str | None, cache_dir: str,
 def read_memerag(path: str | Path, lang: str) -> pd.DataFrame:
     """Sentence rows of one language file, every field and label value checked."""
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}: line {line_number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"{where}: not JSON ({error})") from None
-            missing = [key for key in ("query_id", "query", "context", "answer") if key not in item]
-            if missing:
-                raise DataError(f"{where}: missing field {missing[0]!r}")
-            context = [passage.get("text") if isinstance(passage, dict) else None for passage in item["context"]]
-            if not context or any(not isinstance(text, str) for text in context):
-                raise DataError(f"{where}: context must be a non-empty list of {{'text': ...}}")
-            for sentence in item["answer"]:
-                rows.append(sentence_row(sentence, item, context, lang, where))
+    for line_number, item in read_jsonl(path):
+        where = f"{path}: line {line_number}"
+        missing = [key for key in ("query_id", "query", "context", "answer") if key not in item]
+        if missing:
+            raise DataError(f"{where}: missing field {missing[0]!r}")
+        context = [passage.get("text") if isinstance(passage, dict) else None for passage in item["context"]]
+        if not context or any(not isinstance(text, str) for text in context):
+            raise DataError(f"{where}: context must be a non-empty list of {{'text': ...}}")
+        for sentence in item["answer"]:
+            rows.append(sentence_row(sentence, item, context, lang, where))
     if not rows:
         raise DataError(f"{path}: no answer sentences")
     sentences = pd.DataFrame(rows, columns=COLUMNS)

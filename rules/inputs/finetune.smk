@@ -1,10 +1,10 @@
 # The input functions and constants of rules/finetune.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.data_files import training_files
-from polyrag.config.queries import control_name, finetune_adapter_dir, finetune_languages, finetune_resources
+from polyrag.config.queries import control_name, finetune_adapter_dir, finetune_dir, finetune_languages, finetune_resources
 from polyrag.judge.kinds import ReferencePairJudge
 
 FT_LANGUAGES = finetune_languages(config) if FT else []
-FT_DIR = f"results/finetune/{FT['name']}" if FT else None
+FT_DIR = finetune_dir(config) if FT else None
 FT_CONTROL = control_name(config) if FT else None  # the student's base served as the student is
 
 
