@@ -3,8 +3,6 @@
 import json
 import logging
 
-import pandas as pd
-
 from polyrag.arena.human_labels import gold_labels, read_filled, read_key
 from polyrag.logs import run_logged
 

@@ -1,7 +1,5 @@
 """Snakemake entry point of rule gold_stand_in: a judge fills the task file as a person would."""
 
-import pandas as pd
-
 from polyrag.arena.games import read_games
 from polyrag.arena.human_labels import read_key, stand_in_labels
 from polyrag.logs import run_logged
