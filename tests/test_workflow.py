@@ -22,7 +22,7 @@ from .tiny_models import sequence_classifier
 # 10 minutes on 2 idle cores, more on a shared machine, within one test's timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error"]
+ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error", "passages", "passage_source"]
 
 
 def snakemake(repo, workdir, *args):
@@ -110,6 +110,9 @@ def test_outputs_follow_the_contract(run):
             answers = pd.read_parquet(workdir / "results" / "answers" / model / f"{lang}.parquet")
             assert list(answers.columns) == ANSWER_COLUMNS
             assert list(answers["query_id"]) == list(data["query_id"])
+            # every system here is given its question's passages, copied whole into its answers
+            assert (answers["passage_source"] == "question").all()
+            assert [list(p) for p in answers["passages"]] == [list(p) for p in data["passages"]]
     for model in config["models"]:  # one generation job per model: one log and one benchmark
         log = (workdir / "logs" / "generate" / f"{model}.log").read_text()
         unlogged = [lang for lang in config["languages"] if f"answering the {lang} questions" not in log]

@@ -8,13 +8,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from polyrag.errors import TooManyFailures
+from polyrag.data.records import PASSAGE
+from polyrag.errors import DataError, TooManyFailures
 from polyrag.generate.parsing import parse_plain, parse_sectioned
 from polyrag.generate.prompts import ANSWER_FORMAT, answer_messages, refusal
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.seeds import rng_for
+from polyrag.systems.passages import DEFAULT_MODE, passages_for
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,11 @@ SCHEMA = pa.schema(
         ("answer", pa.string()),
         ("cited_docids", pa.list_(pa.string())),
         ("error", pa.string()),
+        # What the system was given, in the order given (an empty list for closed-book), copied in
+        # full so that an answer file is self-contained: what it saw beside what it said.
+        ("passages", pa.list_(PASSAGE)),
+        # question | oracle | closed_book | file | retriever:<name> (polyrag.systems.passages)
+        ("passage_source", pa.string()),
     ]
 )
 
@@ -41,17 +48,25 @@ def foreign_answers(records: list[dict], foreign: list[dict], *seed_parts: objec
     return {r["query_id"]: by_id.get(r["query_id"]) or pool[int(rng.integers(len(pool)))] for r in records}
 
 
+def passages_mode(settings: dict) -> str:
+    """Which passages the system is given (``generation_settings``' ``passages``; default question)."""
+    return settings.get("passages", DEFAULT_MODE)
+
+
 def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] | None = None) -> list[Request]:
-    style = settings["prompt"]
+    """One request per question, its prompt built from the passages the system is given
+    (``settings["passages"]``); a mock system reads the same passages from its context."""
+    style, mode = settings["prompt"], passages_mode(settings)
     requests = []
     for record in records:
+        given = {**record, "passages": passages_for(record, mode)}
         context = {
-            **record,
+            **given,
             "answer_format": ANSWER_FORMAT[style],
             "refusal": refusal(record["language"]),
             "foreign_answer": (foreign or {}).get(record["query_id"]),
         }
-        messages = answer_messages(style, record)
+        messages = answer_messages(style, given)
         prefix = settings.get("response_prefix")
         prompt = {"prompt": f"{messages_to_text(messages)}\n\n{prefix}"} if prefix else {"messages": messages}
         requests.append(
@@ -68,22 +83,25 @@ def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] 
 
 
 def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dict[str, str] | None = None) -> list[dict]:
-    """One answer row per question. A request the model rejected (e.g. a prompt longer than its
-    context) is a row with ``error`` set, and the job fails when more than
+    """One answer row per question, with the passages the system was given (``settings["passages"]``).
+    A citation counts only when it names one of those passages. A request the model rejected (e.g. a
+    prompt longer than its context) is a row with ``error`` set, and the job fails when more than
     ``max_failure_fraction`` were; a model that cannot be reached raises ``LLMUnavailable``."""
     requests = build_requests(records, settings, foreign)
     responses = llm.generate(requests, desc=f"answers ({llm.backend.identity})")
     parse = parse_sectioned if ANSWER_FORMAT[settings["prompt"]] == "sections" else parse_plain
+    mode = passages_mode(settings)
     rows, failed = [], 0
     for record, response in zip(records, responses):
-        docids = [p["docid"] for p in record["passages"]]
+        given = passages_for(record, mode)
+        shown = {"passages": given, "passage_source": mode}
         if not response.ok:
             failed += 1
             rows.append({"query_id": record["query_id"], "raw_output": None, "reason": None, "answer": None,
-                         "cited_docids": [], "error": f"llm: {response.error}"})
+                         "cited_docids": [], "error": f"llm: {response.error}", **shown})
             continue
         raw_output = (settings.get("response_prefix") or "") + response.text
-        parsed = parse(raw_output, docids)
+        parsed = parse(raw_output, [p["docid"] for p in given])
         rows.append({
             "query_id": record["query_id"],
             "raw_output": raw_output,
@@ -91,6 +109,7 @@ def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dic
             "answer": parsed.answer,
             "cited_docids": parsed.cited_docids,
             "error": f"parse: {parsed.error}" if parsed.error else None,
+            **shown,
         })
     unparsed = sum(1 for row in rows if row["error"] and row["error"].startswith("parse:"))
     log.info("%d answers: %d requests rejected, %d unparseable outputs (kept with an error)", len(rows), failed, unparsed)
@@ -105,5 +124,11 @@ def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dic
 
 
 def write_answers(rows: list[dict], path: str | Path) -> None:
+    """An answers file; every row names the passages its system was given and their source."""
+    for row in rows:
+        missing = [name for name in ("passages", "passage_source") if row.get(name) is None]
+        if missing:
+            raise DataError(f"{path}: the answer to question {row.get('query_id')!r} has no {' or '.join(missing)} "
+                            "(an answer records what its system was given: an empty list for none)")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)

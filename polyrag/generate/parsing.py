@@ -2,8 +2,9 @@
 
 Citations are bracketed docids in IEEE style: ``[a#0]``, ``[a#0, b#1]`` or ``[a#0][b#1]``.
 They are read with a regular expression, never ``ast.literal_eval`` (which treats ``#`` as a
-comment and silently loses ``[377253#0, 88#2]``). Only docids present in the question's own
-context count; anything else in brackets (``[1]``, ``[citation needed]``) is ignored.
+comment and silently loses ``[377253#0, 88#2]``). Only docids of the passages the system was
+given count; anything else in brackets (``[1]``, ``[citation needed]``, a docid a closed-book
+model remembers) is ignored.
 """
 
 from __future__ import annotations

@@ -17,33 +17,39 @@ def language_name(code: str) -> str:
 
 
 def bergen_strings(language: str) -> dict[str, str]:
+    """BERGEN's system prompts (with documents, and ``system_without_docs`` for closed-book) and
+    user-prompt labels in ``language``."""
     table = load_strings("answer/bergen.yaml")
     default = table["default"]
     own = table["languages"].get(language)
     if own is None:
         log.warning("BERGEN has no translated prompt for %r; using English with a reply-in instruction", language)
         reply = default["reply_in"].format(language=language_name(language))
-        return {"system": f"{default['system']} {reply}", "background": default["background"], "question": default["question"]}
+        return {"system": f"{default['system']} {reply}",
+                "system_without_docs": f"{default['system_without_docs']} {reply}",
+                "background": default["background"], "question": default["question"]}
     return {"background": default["background"], "question": default["question"], **own}
 
 
 def answer_messages(style: str, record: dict) -> list[dict[str, str]]:
-    """Chat messages asking for an answer to ``record`` (a data-stage question)."""
+    """Chat messages asking for an answer to ``record`` (a data-stage question whose ``passages``
+    are those the system is given). With no passages the prompt is the style's closed-book one: it
+    says that no passages are given and asks for an answer without citations."""
+    closed_book = not record["passages"]
+    template = f"answer/{style}_closed_book.j2" if closed_book else f"answer/{style}.j2"
     variables = {
         "query": record["query"],
         "passages": record["passages"],
         "answer_language_name": language_name(record["language"]),
         "passage_language_name": language_name(record.get("passage_language") or record["language"]),
     }
-    if style == "mirage":
-        return [{"role": "user", "content": render("answer/mirage.j2", **variables)}]
-    if style == "memerag":
-        return [{"role": "user", "content": render("answer/memerag.j2", **variables)}]
+    if style in ("mirage", "memerag"):
+        return [{"role": "user", "content": render(template, **variables)}]
     if style == "bergen":
         strings = bergen_strings(record["language"])
         return [
-            {"role": "system", "content": strings["system"]},
-            {"role": "user", "content": render("answer/bergen.j2", labels=strings, **variables)},
+            {"role": "system", "content": strings["system_without_docs" if closed_book else "system"]},
+            {"role": "user", "content": render(template, labels=strings, **variables)},
         ]
     raise ValueError(f"unknown prompt style {style!r}")
 

@@ -1,0 +1,133 @@
+"""The passages a system was given for a question, and what is known of a docid's relevance.
+
+A system answers from the passages it was given: the generation stage records them in every answer
+row (``passages``, ``passage_source``; docs/outputs.md), and every stage after it (features,
+judges, style control, MARS, the human-label tasks) reads the answer's passages, never the
+question's. What a system is given, a model entry's ``passages:``:
+
+- ``question``: the question's passages, in their order (MIRAGE-BENCH's setting; the default);
+- ``oracle``: only the relevant ones, in their order (the oracle baseline, the teacher's prompt);
+- ``closed_book``: none (the closed-book baseline).
+
+An answer file may also carry passages of source ``file`` (a user's own system) or, later,
+``retriever:<name>``. The relevance of a docid comes from the question's labels: the docids of the
+question's passages are the judged ones (MIRACL's passages in a record are its judged passages; the
+demo's and XQuAD's distractors are non-relevant by construction), ``relevant_docids`` the relevant
+ones among them. A docid outside the question's passages was judged by nobody: it is *unjudged*
+(``None``), never counted as non-relevant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from polyrag.errors import DataError
+
+QUESTION, ORACLE, CLOSED_BOOK = "question", "oracle", "closed_book"
+#: What a model entry's ``passages:`` may say; the answer's ``passage_source`` is the same word.
+PASSAGE_MODES = (QUESTION, ORACLE, CLOSED_BOOK)
+DEFAULT_MODE = QUESTION
+
+
+def as_passage(passage: Mapping[str, Any]) -> dict[str, str]:
+    """``{docid, title, text}`` (title "" when missing), the layout of ``polyrag.data.records.PASSAGE``."""
+    return {"docid": str(passage["docid"]), "title": passage.get("title") or "", "text": passage["text"]}
+
+
+def passages_for(record: Mapping[str, Any], mode: str) -> list[dict[str, str]]:
+    """The passages a system of ``mode`` is given for ``record``, in the order given."""
+    passages = [as_passage(p) for p in record["passages"]]
+    if mode == QUESTION:
+        return passages
+    if mode == ORACLE:
+        relevant = set(record["relevant_docids"])
+        return [p for p in passages if p["docid"] in relevant]
+    if mode == CLOSED_BOOK:
+        return []
+    raise ValueError(f"unknown passages mode {mode!r} (one of {', '.join(PASSAGE_MODES)})")
+
+
+def given_passages(answer: Mapping[str, Any], record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The passages the system behind ``answer`` (a row of results/answers/{system}/{lang}) was given.
+
+    An answer row without a ``passages`` field was written before answers recorded them, when every
+    system was given its question's passages: those are then what it was given. A row whose field
+    is null is broken (a closed-book answer has an empty list), and stops the stage."""
+    return [as_passage(p) for p in recorded_passages(answer, record)]
+
+
+def given_docids(answer: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+    """The docids of ``given_passages``, in order: the citations the answer can make."""
+    return [str(p["docid"]) for p in recorded_passages(answer, record)]
+
+
+def recorded_passages(answer: Mapping[str, Any], record: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    if "passages" not in answer:
+        return record["passages"]
+    if answer["passages"] is None:
+        raise DataError(f"the answer to question {answer.get('query_id')!r} has null passages (an answer "
+                        "records the passages it was given, an empty list for none): rewrite its answers file")
+    return answer["passages"]  # a pandas row holds a numpy array of dicts
+
+
+def question_docids(record: Mapping[str, Any]) -> list[str]:
+    """The docids of the question's own passages: what its reference answer cites."""
+    return [str(p["docid"]) for p in record["passages"]]
+
+
+def judged_docids(record: Mapping[str, Any]) -> set[str]:
+    """The docids whose relevance to the question is known: the question's passages'."""
+    return {str(p["docid"]) for p in record["passages"]}
+
+
+def relevance(record: Mapping[str, Any], docid: str) -> bool | None:
+    """True: labelled relevant to the question; False: judged and not relevant; None: unjudged."""
+    if docid in set(record["relevant_docids"]):
+        return True
+    return False if docid in judged_docids(record) else None
+
+
+def split_by_relevance(record: Mapping[str, Any], docids: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """``docids`` (e.g. an answer's citations) as (relevant, non-relevant, unjudged), each in order."""
+    relevant, judged = set(record["relevant_docids"]), judged_docids(record)
+    parts: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for docid in docids:
+        parts[0 if docid in relevant else 1 if docid in judged else 2].append(docid)
+    return parts
+
+
+def judged_citations(record: Mapping[str, Any], cited: Iterable[str]) -> list[str]:
+    """The cited docids whose relevance is known, in order: what citation precision and recall
+    are computed on (an unjudged citation is left out of both, and counted by ``unjudged_share``)."""
+    judged = judged_docids(record)
+    return [docid for docid in cited if docid in judged]
+
+
+def unjudged_share(record: Mapping[str, Any], cited: Sequence[str]) -> float | None:
+    """The share of ``cited`` that nobody judged for this question; None when nothing is cited."""
+    if not cited:
+        return None
+    return sum(docid not in judged_docids(record) for docid in cited) / len(cited)
+
+
+def same_passages(first: Sequence[Mapping], second: Sequence[Mapping]) -> bool:
+    """Whether two systems were given the same passages, in the same order."""
+    return [as_passage(p) for p in first] == [as_passage(p) for p in second]
+
+
+def passages_shown_to_compare(first: Sequence[Mapping], second: Sequence[Mapping]) -> list[dict] | None:
+    """What a judge (or a person) comparing two answers reads when they were given different
+    passages: the union, the first answer's passages then the second's others, each with ``given``
+    (``"first"``, ``"second"`` or ``"both"``). None when both were given the same passages (the
+    comparison then shows them once, as it always did)."""
+    if same_passages(first, second):
+        return None
+    key = lambda p: (p["docid"], p["title"], p["text"])  # noqa: E731 - a docid with two texts is shown twice
+    firsts = [as_passage(p) for p in first]
+    seconds = [as_passage(p) for p in second]
+    in_second = {key(p) for p in seconds}
+    in_first = {key(p) for p in firsts}
+    union = [{**p, "given": "both" if key(p) in in_second else "first"} for p in firsts]
+    union += [{**p, "given": "second"} for p in seconds if key(p) not in in_first]
+    return union
