@@ -1,15 +1,10 @@
 """Snakemake entry point of rule embedding_features: embedding_similarity to the reference answer
 (every language of one model)."""
 
-from polyrag.features.embedding import e5_store, embedding_similarity
+from polyrag.features.embedding import e5_store, embedding_features
 from polyrag.features.table import read_aligned_languages, write_features
-from polyrag.generate.parsing import strip_citations
 from polyrag.logs import run_logged
 from polyrag.progress import progress
-
-
-def clean(text, record):
-    return strip_citations(text, [p["docid"] for p in record["passages"]]) if text else None
 
 
 def main() -> None:
@@ -20,10 +15,7 @@ def main() -> None:
     # could log nothing for minutes
     with progress(total=len(sm.output), desc="embedding similarity", unit="language") as bar:
         for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
-            similarity = embedding_similarity([clean(a["answer"], r) for r, a in zip(records, answers)],
-                                              [clean(r["reference_answer"], r) for r in records], store)
-            rows = [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
-            write_features(rows, ["embedding_similarity"], output)
+            write_features(embedding_features(records, answers, store), ["embedding_similarity"], output)
             bar.update(1)
 
 

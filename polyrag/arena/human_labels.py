@@ -29,6 +29,7 @@ from polyrag.arena.active import active_inclusion_probabilities
 from polyrag.errors import DataError
 from polyrag.seeds import rng_for
 from polyrag.spreadsheet import from_spreadsheet, write_csv_for_people
+from polyrag.systems.passages import given_passages, passages_shown_to_compare
 
 log = logging.getLogger(__name__)
 
@@ -99,25 +100,53 @@ def read_key(path: str) -> pd.DataFrame:
 
 
 def passages_text(passages) -> str:
-    return "\n\n".join(f"[{p['docid']}] {p['title']}\n{p['text']}" if p.get("title") else f"[{p['docid']}] {p['text']}"
+    """Passages as an annotator reads them; a passage with ``given`` (answers given different
+    passages) says which answer was given it."""
+    def heading(p) -> str:
+        given = f" (given to {GIVEN_TO[p['given']]})" if "given" in p else ""
+        return f"[{p['docid']}]{given} {p['title']}" if p.get("title") else f"[{p['docid']}]{given}"
+
+    return "\n\n".join(f"{heading(p)}\n{p['text']}" if p.get("title") else f"{heading(p)} {p['text']}"
                        for p in passages)
 
 
+#: Who was given a passage, in the annotator's words (the left answer is the first).
+GIVEN_TO = {"first": "the left answer only", "second": "the right answer only", "both": "both answers"}
+
+
+def unit_passages(left: dict, right: dict, record) -> str:
+    """The passages of one unit: those both answers were given (as the question's were always
+    shown), or their union with each passage naming the answer that was given it."""
+    left_given, right_given = given_passages(left, record), given_passages(right, record)
+    union = passages_shown_to_compare(left_given, right_given)
+    if union is None and left_given:
+        return passages_text(left_given)
+    return passages_text(union) if union else "(no passages: both answers were written without any)"
+
+
 def task_rows(key: pd.DataFrame, questions: pd.DataFrame, answers: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The annotation task of every sampled unit (``answers``: model -> its answers file)."""
+    """The annotation task of every sampled unit (``answers``: model -> its answers file), with the
+    passages each answer was given."""
     by_query = questions.assign(query_id=questions["query_id"].astype(str)).set_index("query_id")
-    text = {model: frame.assign(query_id=frame["query_id"].astype(str)).set_index("query_id")["answer"]
-            for model, frame in answers.items()}
+    rows_by_id = {model: frame.assign(query_id=frame["query_id"].astype(str)).set_index("query_id", drop=False)
+                  for model, frame in answers.items()}
+
+    def answer_row(model: str, query_id: str) -> dict:
+        frame = rows_by_id[model]
+        return frame.loc[query_id].to_dict() if query_id in frame.index else {"query_id": query_id, "answer": None}
+
     def shown(model: str, query_id: str) -> str:
         # an answer that could not be parsed is shown as such: it is part of the comparison
-        answer = text[model].get(query_id)
+        answer = answer_row(model, query_id)["answer"]
         return "(no answer)" if answer is None or pd.isna(answer) or not str(answer).strip() else str(answer)
 
     rows = []
     for unit in key.itertuples(index=False):
         record = by_query.loc[unit.query_id]
+        passages = unit_passages(answer_row(unit.model_left, unit.query_id), answer_row(unit.model_right, unit.query_id),
+                                 record)
         rows.append({"unit_id": unit.unit_id, "question": record["query"],
-                     "passages": passages_text(record["passages"]),
+                     "passages": passages,
                      "answer_left": shown(unit.model_left, unit.query_id),
                      "answer_right": shown(unit.model_right, unit.query_id),
                      "label": ""})

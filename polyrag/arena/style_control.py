@@ -59,6 +59,7 @@ from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations, strip_citations
 from polyrag.judge.play import shown_text
+from polyrag.systems.passages import given_docids, split_by_relevance
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +80,10 @@ def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
                  count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
     """``query_id`` + ``STYLE_COVARIATES`` + ``STYLE_DIAGNOSTICS`` for one model's answers
     (results/answers/{model}/{lang}) to the questions of results/data/{lang}; ``count_tokens``
-    defaults to the e5 tokenizer. ``citation_precision``: the share of its citations that point
-    to a passage labelled relevant; empty for an answer citing nothing or a question without
-    relevance labels."""
+    defaults to the e5 tokenizer. Citations are those of the passages the answer's system was
+    given. ``citation_precision``: the share of its citations that point to a passage labelled
+    relevant, among those judged for the question (an unjudged citation is left out); empty for an
+    answer citing nothing judged or a question without relevance labels."""
     if count_tokens is None:
         from polyrag.text import e5_token_counter
 
@@ -94,14 +96,15 @@ def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
         if query_id not in by_id.index:
             raise DataError(f"answer to question {query_id!r}: no such question in the question data")
         question = by_id.loc[query_id]
-        docids = [passage["docid"] for passage in question["passages"]]
+        docids = given_docids(answer, question)
         text = shown_text(answer)
         cited = parse_citations(text, docids)  # what the judge read, parsed answer or raw output
-        relevant = set(question["relevant_docids"])
+        relevant, non_relevant, _ = split_by_relevance(question, cited)
+        judged = len(relevant) + len(non_relevant)
         rows.append({"query_id": query_id, "length_tokens": count_tokens(strip_citations(text, docids)),
                      "citations": len(cited), "markdown_elements": len(MARKDOWN.findall(text)),
-                     "citation_precision": (sum(docid in relevant for docid in cited) / len(cited)
-                                            if cited and relevant else np.nan)})
+                     "citation_precision": (len(relevant) / judged
+                                            if judged and len(question["relevant_docids"]) else np.nan)})
     return pd.DataFrame(rows, columns=["query_id", *STYLE_COVARIATES, *STYLE_DIAGNOSTICS])
 
 

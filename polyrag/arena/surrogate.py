@@ -54,6 +54,10 @@ ANSWERED = "answered"  # share of arena questions with a parsed answer: a missin
 CITED_SHARE = "cited_share"  # share of arena questions answered with at least one citation
 NEEDS_CITATION = ("support_entailment", "support_neutral", "reranker_score")  # null when nothing is cited
 TREE_ENSEMBLES = ("random_forest", "gradient_boosting")  # predictions stay within the training logits
+#: Columns of a feature table that describe the measurement, not the answer: the share of an
+#: answer's citations nobody judged (polyrag.features.deterministic) says how far the relevance
+#: labels reach, which no judge sees.
+NOT_FEATURES = ("unjudged_citations",)
 
 
 def make_regressor(name: str, params: dict, seed: int, n_jobs: int = 1) -> RegressorMixin:
@@ -72,9 +76,9 @@ def make_regressor(name: str, params: dict, seed: int, n_jobs: int = 1) -> Regre
 
 
 def feature_columns(features: dict[str, pd.DataFrame], left_out: dict[str, str]) -> list[str]:
-    """Feature columns present for every model, in the first model's order; the others are
-    recorded in ``left_out`` with the reason."""
-    columns = [c for c in next(iter(features.values())).columns if c != "query_id"]
+    """Feature columns present for every model, in the first model's order (``NOT_FEATURES`` never);
+    the others are recorded in ``left_out`` with the reason."""
+    columns = [c for c in next(iter(features.values())).columns if c != "query_id" and c not in NOT_FEATURES]
     for model, frame in features.items():
         absent = [c for c in columns if c not in frame.columns]
         for column in absent:

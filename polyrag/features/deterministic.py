@@ -1,8 +1,14 @@
 """The deterministic features of one model's answers in one language.
 
-Every feature is computed on the answer with its citations removed. A feature whose inputs are
-missing (no parsed answer, no reference answer, no relevance labels) is null, and the reason is
-counted in the log; it is never 0.
+Every feature is computed on the answer with its citations removed (citations of the passages its
+system was given). A feature whose inputs are missing (no parsed answer, no reference answer, no
+relevance labels) is null, and the reason is counted in the log; it is never 0.
+
+Citation features rank the answer's citations against the question's relevance labels. A cited
+passage that nobody judged for the question (not among its passages: a retriever's or a file's)
+is left out of them, never counted as non-relevant; ``unjudged_citations`` is the share of the
+answer's citations left out that way (null for an answer citing nothing), reported beside them
+and not a feature of the surrogate judge (``polyrag.arena.surrogate.NOT_FEATURES``).
 """
 
 from __future__ import annotations
@@ -17,40 +23,47 @@ from polyrag.features.language import language_features
 from polyrag.features.overlap import answer_bleu, answer_rouge_l
 from polyrag.generate.parsing import strip_citations
 from polyrag.progress import progress
+from polyrag.systems.passages import given_docids, judged_citations, question_docids, unjudged_share
 
 log = logging.getLogger(__name__)
 
 LANGUAGE = ["target_language", "english_language", "correct_language"]
 CITATION = ["citation_map@10", "citation_recall@10"]
 REFERENCE = ["answer_bleu", "answer_rougeL", "match", "exact_match", "token_f1", "char3_recall"]
-COLUMNS = LANGUAGE + CITATION + REFERENCE
+UNJUDGED_CITATIONS = "unjudged_citations"
+COLUMNS = LANGUAGE + CITATION + REFERENCE + [UNJUDGED_CITATIONS]
 
 
 def deterministic_features(records: list[dict], answers: list[dict]) -> list[dict]:
     """One row per question (``query_id`` + COLUMNS); ``records`` and ``answers`` in the same order."""
     missing: Counter = Counter()
     relevant = [r["relevant_docids"] if a["answer"] is not None else [] for r, a in zip(records, answers)]
-    citations = citation_scores([list(a["cited_docids"]) for a in answers], relevant)
-    rows = []
+    citations = citation_scores([judged_citations(r, a["cited_docids"]) for r, a in zip(records, answers)], relevant)
+    rows, unjudged = [], Counter()
     for record, answer, cited in progress(zip(records, answers, citations), total=len(records), desc="features", unit="answer"):
         row = {"query_id": record["query_id"], **dict.fromkeys(COLUMNS)}
         if answer["answer"] is None:
             missing["no parsed answer (all features)"] += 1
             rows.append(row)
             continue
-        docids = [p["docid"] for p in record["passages"]]
-        text = strip_citations(answer["answer"], docids)
+        text = strip_citations(answer["answer"], given_docids(answer, record))
+        cited_docids = list(answer["cited_docids"])
+        row[UNJUDGED_CITATIONS] = unjudged_share(record, cited_docids)
+        unjudged["cited"] += len(cited_docids)
+        unjudged["unjudged"] += len(cited_docids) - len(judged_citations(record, cited_docids))
         row.update(language_features(text, record["language"]))
         if row["target_language"] is None:
             missing["answer without letters (language features)"] += 1
         elif row["correct_language"] is None:
             missing["answer of 20 characters or fewer (correct_language)"] += 1
-        if record["relevant_docids"]:
-            row.update(cited)
-        else:
+        if not record["relevant_docids"]:
             missing["no relevance labels (citation features)"] += 1
+        elif row[UNJUDGED_CITATIONS] == 1.0:
+            missing["every citation unjudged (citation features)"] += 1
+        else:
+            row.update(cited)
         if record.get("reference_answer"):
-            reference = strip_citations(record["reference_answer"], docids)
+            reference = strip_citations(record["reference_answer"], question_docids(record))
             row["answer_bleu"] = answer_bleu(text, reference, record["language"])
             row["answer_rougeL"] = answer_rouge_l(text, reference)
             row.update(bergen_metrics(text, reference))
@@ -59,4 +72,7 @@ def deterministic_features(records: list[dict], answers: list[dict]) -> list[dic
         rows.append(row)
     for reason, count in sorted(missing.items()):
         log.info("%d of %d answers: null features because of %s", count, len(rows), reason)
+    if unjudged["unjudged"]:
+        log.warning("%d of %d citations name a passage nobody judged for its question: left out of the citation "
+                    "features (unjudged_citations)", unjudged["unjudged"], unjudged["cited"])
     return rows

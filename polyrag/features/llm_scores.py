@@ -15,6 +15,7 @@ from polyrag.generate.prompts import language_name
 from polyrag.llm.client import LLM
 from polyrag.llm.retry import ask_until_parsed
 from polyrag.prompts import render
+from polyrag.systems.passages import given_docids, question_docids
 
 log = logging.getLogger(__name__)
 SCORE = re.compile(r"\[\[\s*([1-5])\s*\]\]")
@@ -33,11 +34,10 @@ def llm_scores(llm: LLM, records: list[dict], answers: list[dict], settings: dic
         for k, (record, answer) in enumerate(zip(records, answers)):
             if not answer["answer"] or (feature == "answer_overlap_llm" and not record.get("reference_answer")):
                 continue
-            docids = [p["docid"] for p in record["passages"]]
-            variables = {"query": record["query"], "answer": strip_citations(answer["answer"], docids),
+            variables = {"query": record["query"], "answer": strip_citations(answer["answer"], given_docids(answer, record)),
                          "language_name": language_name(record["language"])}
-            if feature == "answer_overlap_llm":
-                variables["reference"] = strip_citations(record["reference_answer"], docids)
+            if feature == "answer_overlap_llm":  # the reference cites the question's passages
+                variables["reference"] = strip_citations(record["reference_answer"], question_docids(record))
             jobs.append((k, [{"role": "user", "content": render(template, **variables)}]))
         results = ask_until_parsed(llm, [prompt for _, prompt in jobs], parse_score, desc=feature,
                                    failure_setting="features.llm.max_failure_fraction", **settings)

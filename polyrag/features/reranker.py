@@ -1,8 +1,10 @@
-"""``reranker_score``: how well the passages an answer cites fit the question, by a cross-encoder
-(default ``BAAI/bge-reranker-v2-m3`` through sentence-transformers), averaged over the cited
-passages; null for an answer that cites nothing."""
+"""``reranker_score``: how well the passages an answer cites (of those its system was given) fit the
+question, by a cross-encoder (default ``BAAI/bge-reranker-v2-m3`` through sentence-transformers),
+averaged over the cited passages; null for an answer that cites nothing."""
 
 from __future__ import annotations
+
+from polyrag.systems.passages import given_passages
 
 DEFAULT_RERANKER = "BAAI/bge-reranker-v2-m3"
 
@@ -23,7 +25,7 @@ class Reranker:
 def reranker_features(reranker: Reranker, records: list[dict], answers: list[dict]) -> list[dict]:
     pairs, owners = [], []
     for k, (record, answer) in enumerate(zip(records, answers)):
-        passages = {p["docid"]: p["text"] for p in record["passages"]}
+        passages = {p["docid"]: p["text"] for p in given_passages(answer, record)}
         for docid in answer["cited_docids"] if answer["answer"] else []:
             pairs.append((record["query"], passages[docid]))
             owners.append(k)

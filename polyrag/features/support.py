@@ -1,5 +1,5 @@
 """``support_entailment`` and ``support_neutral``: does each answer sentence follow from the passages
-it cites? An NLI model (default ``MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7``)
+it cites (of those its system was given)? An NLI model (default ``MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7``)
 scores every (cited passage, sentence) pair; the features are the mean entailment and neutral
 probabilities over the answer's pairs, null for an answer that cites nothing.
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from polyrag.features.sentences import cited_sentences
+from polyrag.systems.passages import given_passages
 
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
@@ -59,7 +60,7 @@ def support_features(scorer: NLIScorer, records: list[dict], answers: list[dict]
     for k, (record, answer) in enumerate(zip(records, answers)):
         if not answer["answer"]:
             continue
-        passages = {p["docid"]: p["text"] for p in record["passages"]}
+        passages = {p["docid"]: p["text"] for p in given_passages(answer, record)}
         for sentence, docids in cited_sentences(answer["answer"], record["language"], list(passages)):
             for docid in docids:
                 pairs.append((passages[docid], sentence))

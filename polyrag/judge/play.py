@@ -24,6 +24,7 @@ from polyrag.llm.client import LLM
 from polyrag.llm.retry import ask_until_parsed
 from polyrag.generate.prompts import language_name
 from polyrag.prompts import render
+from polyrag.systems.passages import given_passages, passages_shown_to_compare
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,21 @@ def judge_with_reference(items, model_a: str, model_b: str, options: dict, embed
     return rows
 
 
+#: Who was given a passage, in the judge's words (the first answer shown is assistant A).
+GIVEN_TO = {"first": "A", "second": "B", "both": "A and B"}
+
+
 def judge_prompt(record: dict, first: dict, second: dict) -> list[dict[str, str]]:
+    """The judge's prompt for one game (``first`` shown as assistant A). Answers given the same
+    passages get MIRAGE-BENCH's prompt with those passages, exactly as before answers recorded their
+    passages (the LLM cache still answers it); answers given different passages (a baseline, another
+    retriever) get the union, each passage naming the assistants that were given it."""
+    first_given = given_passages(first, record)
+    union = passages_shown_to_compare(first_given, given_passages(second, record))
+    shared = union is None and bool(first_given)  # two closed-book answers: say that neither had any
+    passages = first_given if shared else [{**p, "given_to": GIVEN_TO[p["given"]]} for p in union or []]
     content = render(
-        "judge/mirage_pairwise.j2", query=record["query"], passages=record["passages"],
+        "judge/mirage_pairwise.j2", query=record["query"], passages=passages, shared=shared,
         language_name=language_name(record["language"]), answer_a=shown_text(first), answer_b=shown_text(second),
     )
     return [{"role": "user", "content": content}]

@@ -3,12 +3,15 @@
 Each answer gets a score, a weighted sum of three parts in [0, 1]:
   similarity  cosine similarity of the answer to the reference answer (multilingual-e5-small;
               not computed, None, when its weight is 0),
-  citation    share of its cited docids that are relevant (0 when it cites nothing),
+  citation    share of its cited docids that are relevant, among those judged for the question
+              (0 when it cites nothing; unknown when every citation names a passage nobody
+              judged: the game is then decided without the citation part, for both answers),
   language    probability that it is written in the question's language: the answer's
               ``target_language`` as the deterministic features detected it (langid / lingua,
               ``features/language.py``), read from results/features/{model}/answer_languages.parquet;
               0 for an answer without a letter (no evidence of any language, a null feature).
-Citations are removed before the text parts are computed. An answer's language is detected once,
+Citations (of the passages each answer's system was given) are removed before the text parts
+are computed. An answer's language is detected once,
 by its features job, not again by each of the pairs it is in (19 at 20 models). The higher score wins when the
 difference exceeds ``tie_margin``, otherwise the game is a tie. An answer that could not be
 parsed loses to one that could; two such answers tie. The judge sees no model names and no
@@ -25,6 +28,7 @@ import pyarrow.parquet as pq
 from polyrag.errors import DataError
 from polyrag.features.embedding import embed
 from polyrag.generate.parsing import strip_citations
+from polyrag.systems.passages import given_docids, question_docids, split_by_relevance
 
 #: The deterministic features' column the judge reads: the answer's probability of being in the
 #: question's language (features.language.language_features decides it; null without a letter).
@@ -61,31 +65,43 @@ def language_part(answer: dict) -> float:
 def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, float], embed=embed) -> list[dict | None]:
     """Score parts and total for each answer (None for an unparseable answer); ``embed`` may be
     an ``EmbeddingStore``."""
-    docids = [p["docid"] for p in record["passages"]]
-    relevant = set(record["relevant_docids"])
-    texts = [strip_citations(a["answer"], docids) if a and a["answer"] else None for a in answers]
+    texts = [strip_citations(a["answer"], given_docids(a, record)) if a and a["answer"] else None for a in answers]
     # A judge that gives similarity no weight (a cheap citation-and-language judge) embeds nothing
     # and reads no reference answer (the data may have none).
     vectors = None
     if weights["similarity"]:
-        reference = strip_citations(record["reference_answer"], docids)
+        reference = strip_citations(record["reference_answer"], question_docids(record))
         vectors = embed([reference] + [t for t in texts if t is not None])
     scores, k = [], 1
     for answer, text in zip(answers, texts):
         if text is None:
             scores.append(None)
             continue
-        cited = list(answer["cited_docids"])
         parts = {
             "similarity": float(vectors[0] @ vectors[k]) if vectors is not None else None,
-            "citation": sum(d in relevant for d in cited) / len(cited) if cited else 0.0,
+            "citation": citation_part(record, list(answer["cited_docids"])),
             "language": language_part(answer),
         }
         k += 1
-        parts["total"] = sum(weights[name] * parts[name] for name in ("similarity", "citation", "language")
-                             if weights[name])
         scores.append(parts)
+    # An answer whose citations nobody judged has no citation part: the answers compared are then
+    # scored on the other parts alike, none of them on a guess.
+    unknown = any(parts is not None and parts["citation"] is None for parts in scores)
+    for parts in scores:
+        if parts is not None:
+            parts["total"] = sum(weights[name] * parts[name] for name in ("similarity", "citation", "language")
+                                 if weights[name] and not (name == "citation" and unknown))
     return scores
+
+
+def citation_part(record: dict, cited: list[str]) -> float | None:
+    """The share of the cited docids that are relevant among those judged for the question; 0 for
+    an answer citing nothing, None when every citation is unjudged."""
+    if not cited:
+        return 0.0
+    relevant, non_relevant, _ = split_by_relevance(record, cited)
+    judged = len(relevant) + len(non_relevant)
+    return len(relevant) / judged if judged else None
 
 
 def reference_letter(first: dict | None, second: dict | None, tie_margin: float) -> str:

@@ -3,13 +3,16 @@ calibration set: by the judge's confusion matrix (``rogan_gladen``, the default,
 calibration set's class balance) or by PPI (``ppi``, valid only when the calibration rows are a
 random sample of the system's own answers). ``estimator`` names which one each row used.
 
-Each answer becomes a (Query, Document, Answer) item: the passages it cites (all its passages
-when it cites none), and the answer with its citations removed. A question without a parsed
-answer scores 0 on the answer-based metrics (AR, AF, LC): no answer is neither relevant,
-faithful nor in the right language. It is not judged: the correction applies to the judge's labels
-of the answered items (the calibration set holds no unanswered item to measure an error on), and the
-estimate and its interval are scaled by the share answered. Such questions are counted in
-``n_missing_answers``.
+Each answer becomes a (Query, Document, Answer) item: of the passages its system was given, those it
+cites (all of them when it cites none), and the answer with its citations removed. Context relevance
+thus judges what the system was given. A question without a parsed answer scores 0 on the
+answer-based metrics (AR, AF, LC): no answer is neither relevant, faithful nor in the right language.
+A system given no passage (closed-book) scores 0 on the document-based CR and AF: nothing relevant
+was given, nothing grounds the answer. Such items are not judged: the correction applies to the
+judge's labels of the items it can read (the calibration set holds no unanswered or document-less
+item to measure an error on), and the estimate and its interval are scaled by the share judged.
+Unanswered questions are counted in ``n_missing_answers``; LC, which asks whether the answer's
+language suits the question, is judged without a document too.
 
 The pooled ``all`` row is stratified over the system's own language keys, each corrected with
 its own pair's calibration rows and weighted by its share of the system's questions; per-key
@@ -27,32 +30,42 @@ from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS, pair_of_language_ke
 from polyrag.mars.estimates import Estimate, interval_columns, pooled, scaled
 from polyrag.mars.ppi import ppi_estimate
 from polyrag.mars.rogan_gladen import rogan_gladen_estimate
+from polyrag.systems.passages import given_passages
 
 ANSWER_BASED = {metric for metric, inputs in JUDGE_INPUTS.items() if "Answer" in inputs}
+#: The metrics that score 0 without a document: whether what was given is relevant, whether the
+#: answer is grounded in it.
+DOCUMENT_BASED = {"cr", "af"}
 
 
 def system_items(records: list[dict], answers: list[dict]) -> pd.DataFrame:
     """One judge item per question, answers aligned with their questions (``features.table.align``)."""
     rows = []
     for record, answer in zip(records, answers):
-        docids = [p["docid"] for p in record["passages"]]
+        given = given_passages(answer, record)
         cited = set(answer["cited_docids"] or [])
-        passages = [p["text"] for p in record["passages"] if p["docid"] in cited] or [
-            p["text"] for p in record["passages"]]
-        text = strip_citations(answer["answer"], docids).strip() if answer["answer"] else ""
-        rows.append({"query_id": record["query_id"], "Query": record["query"], "Document": "\n\n".join(passages),
-                     "Answer": text or None})
+        passages = [p["text"] for p in given if p["docid"] in cited] or [p["text"] for p in given]
+        text = strip_citations(answer["answer"], [p["docid"] for p in given]).strip() if answer["answer"] else ""
+        rows.append({"query_id": record["query_id"], "Query": record["query"],
+                     "Document": "\n\n".join(passages) if passages else None, "Answer": text or None})
     return pd.DataFrame(rows)
 
 
 def judge_labels(items: pd.DataFrame, judges: dict, metrics: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per metric, the judge's 0/1 labels of the items it can read and which items those are: the
-    answer-based judges read only answered items."""
+    answer-based judges read only answered items, CR and AF only items with a document. LC reads an
+    item without a document with an empty one."""
     labels = {}
     has_answer = items["Answer"].notna().to_numpy()
+    has_document = items["Document"].notna().to_numpy()
     for metric in metrics:
-        usable = has_answer if metric in ANSWER_BASED else np.ones(len(items), dtype=bool)
-        judged = binary(judges[metric].predict_proba(items[usable])) if usable.any() else np.zeros(0)
+        usable = np.ones(len(items), dtype=bool)
+        if metric in ANSWER_BASED:
+            usable &= has_answer
+        if metric in DOCUMENT_BASED:
+            usable &= has_document
+        readable = items[usable].fillna({"Document": ""})  # LC: an empty document
+        judged = binary(judges[metric].predict_proba(readable)) if usable.any() else np.zeros(0)
         labels[metric] = (judged, usable)
     return labels
 
