@@ -43,7 +43,7 @@ if FT:
         params:
             languages=FT_LANGUAGES,
             teacher=FT["teacher"],
-            entry=config["models"][FT["teacher"]],
+            entry=job_entry(config, FT["teacher"]),
             settings=generation_settings(config, FT["teacher"]),
             cache_dir=config["cache_dir"],
         log:

@@ -28,7 +28,9 @@ class Needs:
 
 
 def mock_error_rates(config: dict) -> dict[str, float]:
-    return {name: entry["error_rate"] for name, entry in config["models"].items() if entry["backend"] == "mock"}
+    """The mock systems with an error_rate (a grounded mock's quality comes from its passages)."""
+    return {name: entry["error_rate"] for name, entry in config["models"].items()
+            if entry["backend"] == "mock" and not entry.get("grounded")}
 
 
 def mock_order_lacks(config: dict, expected: Any) -> str | None:

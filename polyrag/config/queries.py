@@ -11,6 +11,7 @@ from polyrag.finetune.student import student_entry
 from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
+from polyrag.systems.passages import DEFAULT_MODE
 
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
 FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
@@ -103,7 +104,15 @@ def generation_settings(config: dict, model: str) -> dict:
         "seed": config["seed"],
         "response_prefix": entry.get("response_prefix"),
         "stop": entry.get("stop", []),
+        "passages": entry.get("passages", DEFAULT_MODE),
     }
+
+
+def job_entry(config: dict, model: str) -> dict:
+    """A model's entry as its own jobs read it (a rule's params): without ``baselines``, which adds
+    other models (``polyrag.config.resolve.add_baselines``) and changes none of this one's answers,
+    so switching baselines on reruns nothing of the generator's."""
+    return {key: value for key, value in config["models"][model].items() if key != "baselines"}
 
 
 def judging_settings(config: dict, judge: str | None = None) -> dict:

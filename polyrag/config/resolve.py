@@ -1,6 +1,7 @@
 """What validation adds to a config after the schema check: local data paths filled from
-environment variables and resolved against the workflow's folder, and the fine-tuned student
-(with its control) joined to ``models:``. ``polyrag.config.validate.validate_config`` calls both.
+environment variables and resolved against the workflow's folder, the generators' baselines
+(closed-book, oracle) and the fine-tuned student (with its control) joined to ``models:``.
+``polyrag.config.validate.validate_config`` calls them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import os
 from pathlib import Path
 
 from polyrag.config.queries import control_entry, control_name, finetune_adapter_dir
+from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
+from polyrag.systems.passages import CLOSED_BOOK, DEFAULT_MODE, ORACLE
 
 #: Keys naming local data, and the environment variable read when the key is null.
 LOCAL_DATA_KEYS = {
@@ -61,3 +64,60 @@ def add_student(config: dict) -> None:
                                                        finetune["lora"]["r"])
     if finetune["control"]:
         config["models"][control_name(config)] = control_entry(config)
+
+
+#: The baselines a generator can switch on (``baselines:``), each a passages mode, and its default name.
+BASELINE_NAMES = {CLOSED_BOOK: "{generator}-closed-book", ORACLE: "{generator}-oracle"}
+#: The key a baseline's entry names its generator by: the model whose backend and LLM cache it uses.
+GENERATOR = "generator"
+
+
+def generator_of(name: str, entry: dict) -> str:
+    """The model whose backend, identity and LLM cache the system ``name`` uses: a baseline's
+    generator, else the model itself. A baseline shares its generator's cache: the same request
+    (a question the oracle is given every passage of, say) is paid once."""
+    return entry.get(GENERATOR, name)
+
+
+def baseline_names(name: str, entry: dict) -> dict[str, str]:
+    """The baselines of the generator ``name``: passages mode -> model name (``baselines:`` as a
+    list takes the default names, as a mapping the names it gives)."""
+    wanted = entry.get("baselines") or []
+    if isinstance(wanted, dict):
+        return dict(wanted)
+    return {mode: BASELINE_NAMES[mode].format(generator=name) for mode in wanted}
+
+
+def baseline_entry(entry: dict, mode: str, generator: str) -> dict:
+    """A baseline's entry: its generator's (backend, decoding, resources, family, judged), given
+    other passages."""
+    own = {key: value for key, value in entry.items() if key not in ("baselines", "passages", GENERATOR)}
+    return {**own, "passages": mode, GENERATOR: generator}
+
+
+def add_baselines(config: dict, source: str = "config") -> None:
+    """Each generator's baselines join ``models:`` (before the DAG is built: they are answered,
+    featured, judged and ranked like any model). Validating a config twice adds nothing twice; a
+    name already taken by another model, or two baselines of one name, stop with the keys named."""
+    models = config["models"]
+    added: dict[str, dict] = {}
+    origin: dict[str, str] = {}
+    for name, entry in models.items():
+        if GENERATOR in entry:
+            continue
+        for mode, system in baseline_names(name, entry).items():
+            where = f"{source}: models.{name}.baselines.{mode}"
+            if mode == entry.get("passages", DEFAULT_MODE):
+                raise ConfigError(f"{where}: {name!r} is itself given the {mode} passages; drop this baseline")
+            if system in origin:
+                raise ConfigError(f"{where}: the baseline name {system!r} is also {origin[system]}'s")
+            wanted = baseline_entry(entry, mode, name)
+            if system in models and models[system] != wanted:  # equal: added by an earlier validation
+                raise ConfigError(f"{where}: the baseline {system!r} is already a model under models: "
+                                  f"(rename that model, or name the baseline, e.g. baselines: {{{mode}: {name}-{mode}}})")
+            added[system], origin[system] = wanted, f"models.{name}.baselines.{mode}"
+    stray = [name for name, entry in models.items() if GENERATOR in entry and name not in added]
+    if stray:
+        raise ConfigError(f"{source}: models.{stray[0]}.{GENERATOR}: set only on the models a generator's "
+                          "baselines: adds; switch the baseline on there (baselines: [closed_book, oracle])")
+    models.update(added)

@@ -21,7 +21,7 @@ from polyrag.config.data_files import check_local_data
 from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
-from polyrag.config.resolve import add_student, resolve_local_data
+from polyrag.config.resolve import add_baselines, add_student, resolve_local_data
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
@@ -147,6 +147,9 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
     resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
+    check_mock_passages(config, source)
+    # Before the cross-key checks: a judge's contestants may name a baseline.
+    add_baselines(config, source)
     check_semantics(config, source)
     if config["finetune"] is not None:
         check_finetune(config, source)
@@ -223,7 +226,7 @@ def check_semantics(config: dict, source: str) -> None:
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
     for name, entry in config["models"].items():
-        if entry["backend"] == "mock" and "wrong_language" in entry["corruptions"]:
+        if entry["backend"] == "mock" and not entry.get("grounded") and "wrong_language" in entry["corruptions"]:
             unknown = [lang for lang in entry["wrong_language_from"] or [] if lang not in languages]
             if unknown:
                 raise ConfigError(
@@ -235,7 +238,7 @@ def check_semantics(config: dict, source: str) -> None:
                         f"{source}: models.{name}: the wrong_language corruption needs a language other than "
                         f"{lang!r} among {entry['wrong_language_from'] or languages}"
                     )
-        if entry["backend"] == "mock" and entry["error_rate"] > 0:
+        if entry["backend"] == "mock" and (entry.get("grounded") or entry["error_rate"] > 0):
             check_mock_refusals(name, languages, source)
         if entry["backend"] == "transformers" and ("model" in entry) == ("package" in entry):
             raise ConfigError(f"{source}: models.{name}: a transformers model needs exactly one of model or package")
@@ -274,6 +277,11 @@ def check_judges(config: dict, source: str) -> None:
         for key in ("contestants", "max_questions"):
             if entry.get(key) is not None:
                 raise ConfigError(f"{source}: models.{name}.{key}: only a judge under judges: takes {key}")
+    for name, entry in config["judges"].items():
+        for key in ("passages", "baselines", "generator"):
+            if key in entry:
+                raise ConfigError(f"{source}: judges.{name}.{key}: only a model under models: takes {key} "
+                                  "(a judge reads the passages each answer was given)")
     judged = judged_models(config)
     data_source = config["data"]["source"]
     for name, entry in config["judges"].items():
@@ -301,9 +309,31 @@ def check_judges(config: dict, source: str) -> None:
                               "panel judges the games every member judged")
 
 
+def check_mock_passages(config: dict, source: str) -> None:
+    """A mock system's answers depend on its passages only when it is ``grounded``: a corrupting
+    mock (``error_rate``) answers from the question's gold data whatever it is given, so it takes
+    no other passages and no baselines. A grounded mock's errors come from its passages alone."""
+    for name, entry in config["models"].items():
+        if entry["backend"] != "mock":
+            continue
+        if entry.get("grounded"):
+            if "error_rate" in entry:
+                raise ConfigError(f"{source}: models.{name}.error_rate: a grounded mock is right exactly when it "
+                                  "was given a relevant passage; it takes no error_rate")
+            continue
+        if "error_rate" not in entry:
+            raise ConfigError(f"{source}: models.{name}: a mock system needs error_rate (or grounded: true)")
+        for key, allowed in (("passages", "question"), ("baselines", None)):
+            if entry.get(key) not in (None, allowed):
+                raise ConfigError(f"{source}: models.{name}.{key}: a mock with an error_rate answers from the "
+                                  "question's gold data whatever passages it is given; use grounded: true "
+                                  "(right exactly when a relevant passage is among those given)")
+
+
 def check_mock_refusals(name: str, languages: list[str], source: str) -> None:
-    """A mock system that errs can refuse (a corruption, and the fallback of the others): every
-    question language needs its refusal in polyrag/prompts/mock_refusal.yaml."""
+    """A mock system that errs can refuse (a corruption, and the fallback of the others; a grounded
+    mock given no passage): every question language needs its refusal in
+    polyrag/prompts/mock_refusal.yaml."""
     missing = sorted({key.split("-")[0] for key in languages if refusal(key.split("-")[0]) is None})
     if missing:
         raise ConfigError(f"{source}: models.{name}: a mock system's refusal has no translation in {missing} "

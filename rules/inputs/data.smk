@@ -1,5 +1,6 @@
 # The input functions and constants of rules/data.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.data_files import question_files
+from polyrag.config.queries import job_entry
 
 
 def question_data_files(wildcards):
@@ -11,7 +12,7 @@ def time_filter_entry(wildcards):
     name = config["data"]["miracl"]["time_filter_model"]
     if config["data"]["source"] != "miracl" or name is None:
         return None
-    return {"name": name, "entry": config["models"][name]}
+    return {"name": name, "entry": job_entry(config, name)}
 
 
 def time_filter_threads(wildcards):

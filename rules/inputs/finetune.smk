@@ -1,6 +1,7 @@
 # The input functions and constants of rules/finetune.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.data_files import training_files
-from polyrag.config.queries import control_name, finetune_adapter_dir, finetune_dir, finetune_languages, finetune_resources
+from polyrag.config.queries import (control_name, finetune_adapter_dir, finetune_dir, finetune_languages,
+                                    finetune_resources, job_entry)
 from polyrag.judge.kinds import ReferencePairJudge
 
 FT_LANGUAGES = finetune_languages(config) if FT else []

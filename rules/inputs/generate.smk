@@ -1,10 +1,11 @@
 # The input functions and constants of rules/generate.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.config.queries import generation_settings, wrong_language_source
+from polyrag.config.queries import generation_settings, job_entry, wrong_language_source
 
 
 def model_entry(wildcards):
-    """Only this model's own entry: editing another model never reruns this one's jobs."""
-    return config["models"][wildcards.model]
+    """Only this model's own entry (without its baselines: switching them on adds their jobs and
+    reruns none of its own): editing another model never reruns this one's jobs."""
+    return job_entry(config, wildcards.model)
 
 
 def model_settings(wildcards):
@@ -14,7 +15,7 @@ def model_settings(wildcards):
 def wrong_language_sources(wildcards):
     """Mock systems answer some questions in another language: that language, per language."""
     entry = config["models"][wildcards.model]
-    if entry["backend"] != "mock" or "wrong_language" not in entry["corruptions"]:
+    if entry["backend"] != "mock" or entry.get("grounded") or "wrong_language" not in entry["corruptions"]:
         return {}
     return {lang: wrong_language_source(entry, lang, LANGUAGES) for lang in LANGUAGES}
 

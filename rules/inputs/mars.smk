@@ -1,6 +1,7 @@
 # The input functions and constants of rules/mars.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.data_files import mars_gold_files
 from polyrag.config.queries import (
+    job_entry,
     mars_calibration_pairs,
     mars_gold_pairs,
     mars_judge_resources,
@@ -39,7 +40,7 @@ def mars_corpus_files(wildcards):
 
 
 def mars_generator(wildcards):
-    return {"name": MARS["generator"], "entry": config["models"][MARS["generator"]]}
+    return {"name": MARS["generator"], "entry": job_entry(config, MARS["generator"])}
 
 
 def mars_generator_entry(wildcards):
