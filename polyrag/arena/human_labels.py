@@ -99,6 +99,10 @@ def read_key(path: str) -> pd.DataFrame:
     return from_spreadsheet(key, KEY_TEXT_COLUMNS)
 
 
+#: Who was given a passage, in the annotator's words (the left answer is the first).
+GIVEN_TO = {"first": "the left answer only", "second": "the right answer only", "both": "both answers"}
+
+
 def passages_text(passages) -> str:
     """Passages as an annotator reads them; a passage with ``given`` (answers given different
     passages) says which answer was given it."""
@@ -108,10 +112,6 @@ def passages_text(passages) -> str:
 
     return "\n\n".join(f"{heading(p)}\n{p['text']}" if p.get("title") else f"{heading(p)} {p['text']}"
                        for p in passages)
-
-
-#: Who was given a passage, in the annotator's words (the left answer is the first).
-GIVEN_TO = {"first": "the left answer only", "second": "the right answer only", "both": "both answers"}
 
 
 def unit_passages(left: dict, right: dict, record) -> str:

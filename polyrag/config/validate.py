@@ -324,7 +324,7 @@ def check_mock_passages(config: dict, source: str) -> None:
         if "error_rate" not in entry:
             raise ConfigError(f"{source}: models.{name}: a mock system needs error_rate (or grounded: true)")
         for key, allowed in (("passages", "question"), ("baselines", None)):
-            if entry.get(key) not in (None, allowed):
+            if entry.get(key) and entry[key] != allowed:
                 raise ConfigError(f"{source}: models.{name}.{key}: a mock with an error_rate answers from the "
                                   "question's gold data whatever passages it is given; use grounded: true "
                                   "(right exactly when a relevant passage is among those given)")
