@@ -372,6 +372,22 @@ def test_surrogate_is_seeded():
     assert first[2] == second[2]
 
 
+def test_a_forest_fitted_on_several_threads_predicts_the_bits_of_one_fitted_on_one_thread():
+    """The trees are the same whatever the thread count; only the order of adding their outputs
+    could differ, and prediction adds them in tree order (a threaded predict adds them in the order
+    threads finish, so the surrogate's last bits changed between two runs of one config)."""
+    from polyrag.arena.surrogate import fit_regressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 6)), rng.normal(size=300)
+    params = {"n_estimators": 64}
+    one_thread = fit_regressor("random_forest", params, 5, 1, X, y)
+    four_threads = fit_regressor("random_forest", params, 5, 4, X, y)
+    assert four_threads.get_params()["n_jobs"] == 1
+    expected = one_thread.predict(X).tobytes()
+    assert all(four_threads.predict(X).tobytes() == expected for _ in range(5))
+
+
 def test_tournament_averages_are_the_weighted_means_of_each_models_answers():
     """Checked against pandas' own weighted means, null answers skipped per feature."""
     from polyrag.arena.surrogate import aligned_values, averaged

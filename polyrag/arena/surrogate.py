@@ -71,6 +71,16 @@ def make_regressor(name: str, params: dict, seed: int, n_jobs: int = 1) -> Regre
     raise ValueError(f"unknown regressor {name!r}")
 
 
+def fit_regressor(name: str, params: dict, seed: int, n_jobs: int, X: np.ndarray, y: np.ndarray) -> RegressorMixin:
+    """The regressor fitted on ``n_jobs`` threads, set to predict on one: a random forest's
+    ``predict`` on several threads adds the trees' outputs in the order the threads finish, so its
+    last bits would change from run to run (one config, one result)."""
+    fitted = make_regressor(name, params, seed, n_jobs).fit(X, y)
+    if "n_jobs" in fitted.get_params():
+        fitted.set_params(n_jobs=1)
+    return fitted
+
+
 def feature_columns(features: dict[str, pd.DataFrame], left_out: dict[str, str]) -> list[str]:
     """Feature columns present for every model, in the first model's order; the others are
     recorded in ``left_out`` with the reason."""
@@ -227,7 +237,7 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
         per_tournament.append(averaged(features, measured, drawn, aligned))
     X, y, owners = training_rows(per_tournament, point, bootstrap, judged, columns)
 
-    fitted = make_regressor(regressor, params, seed, n_jobs).fit(X, y)
+    fitted = fit_regressor(regressor, params, seed, n_jobs, X, y)
     models = list(features)
     predicted = fitted.predict(point.loc[models, columns].to_numpy(float))
     stacked = np.vstack([filled(frame, point, models, columns) for frame in per_tournament])
@@ -305,7 +315,7 @@ def held_out_evaluation(X: np.ndarray, y: np.ndarray, owners: np.ndarray, point:
     for _ in range(repeats):
         out = list(rng.choice(judged, size=holdout, replace=False))
         train = ~np.isin(owners, out)
-        fitted = make_regressor(regressor, params, seed, n_jobs).fit(X[train], y[train])
+        fitted = fit_regressor(regressor, params, seed, n_jobs, X[train], y[train])
         guesses = {"surrogate": fitted.predict(point.loc[out].to_numpy(float)),
                    "constant": np.full(holdout, true_logit.drop(out).mean())}
         left_out_true.extend(true_logit[out])
