@@ -1,4 +1,5 @@
 # The input functions and constants of rules/generate.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.data_files import system_answer_files
 from polyrag.config.queries import generation_settings, wrong_language_source
 
 
@@ -25,3 +26,9 @@ def student_adapter_files(wildcards):
     if not FT or wildcards.model != FT["name"]:
         return []
     return [rules.train_student.output.adapter, rules.train_student.output.adapter_config]
+
+
+def answer_files(wildcards):
+    """A system read from files (backend: file): its answer files and corpus, so that editing one
+    reruns its generation job and what reads its answers; nothing for a language model."""
+    return system_answer_files(config, wildcards.model)
