@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -292,3 +293,107 @@ def test_a_bad_file_system_is_refused_naming_the_key(demo_config, repo, tmp_path
     with pytest.raises(ConfigError) as error:
         check(config, repo)
     assert str(error.value).startswith(f"my.yaml: {expected.format(tmp=tmp_path)}")
+
+
+# End to end: real Snakemake on mock systems and the reference judge (as tests/test_budget_workflow.py).
+
+MOCKS = {f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 50, 80)}
+MINE = {"backend": "file", "answers": "mine/{lang}.jsonl"}
+
+
+def copy_answers(workdir, model: str) -> None:
+    """``model``'s answers as a file system's files: en with its passages, hi with their docids
+    (found among the question's passages); citations left to the answers' [docid] markers."""
+    (workdir / "mine").mkdir(exist_ok=True)
+    for lang in ("en", "hi"):
+        questions = {r["query_id"]: r for r in pq.read_table(workdir / f"results/data/{lang}.parquet").to_pylist()}
+        rows = []
+        for answer in pq.read_table(workdir / f"results/answers/{model}/{lang}.parquet").to_pylist():
+            passages = questions[answer["query_id"]]["passages"]
+            given = {"passages": passages} if lang == "en" else {"docids": [p["docid"] for p in passages]}
+            rows.append({"query_id": answer["query_id"], "answer": answer["answer"], "reason": answer["reason"],
+                         "raw_output": answer["raw_output"], **given})
+        (workdir / "mine" / f"{lang}.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_file_system_copied_from_a_mock_is_judged_and_ranked_as_that_mock(repo, tmp_path):
+    import pandas as pd
+
+    from .test_workflow import scheduled_jobs, snakemake, tiny_config
+
+    def configure(**models):
+        config = tiny_config(repo, tmp_path, features={"embedding_similarity": False}, **MOCKS, **models)
+        config["data"].update(max_questions=4, arena_queries=4)
+        (tmp_path / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        return config
+
+    configure()
+    result = snakemake(repo, tmp_path, "--cores", "2", "results/leaderboard.csv")
+    assert result.returncode == 0, result.stderr[-3000:]
+    copy_answers(tmp_path, "mock-50")
+
+    # Adding the file system adds only its jobs: its answers and features, its three pairs, the fits.
+    configure(mine=MINE)
+    dry = snakemake(repo, tmp_path, "-n", "results/leaderboard.csv")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1, "merge_features": 1,
+                                          "judge_pair": 3, "bradley_terry": 2, "style_control": 2, "surrogate": 2,
+                                          "leaderboard": 1}
+    assert "input: results/data/en.parquet, results/data/hi.parquet, mine/en.jsonl, mine/hi.jsonl" in dry.stdout
+    outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
+    assert {o for o in outputs if "judgments" in o} == {f"results/judgments/reference/{lang}/{pair}.parquet"
+                                                        for lang in ("en", "hi")
+                                                        for pair in ("mine__mock-0", "mine__mock-50", "mine__mock-80")}
+    result = snakemake(repo, tmp_path, "--cores", "2", "results/leaderboard.csv")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    for lang in ("en", "hi"):
+        mine = pd.read_parquet(tmp_path / f"results/answers/mine/{lang}.parquet")
+        mock = pd.read_parquet(tmp_path / f"results/answers/mock-50/{lang}.parquet")
+        columns = ["query_id", "raw_output", "reason", "answer", "error"]
+        assert mine[columns].equals(mock[columns])
+        assert list(map(list, mine["cited_docids"])) == list(map(list, mock["cited_docids"]))
+        assert set(mine["passage_source"]) == {"file"} and all(len(p) > 0 for p in mine["passages"])
+        # the same games as mock-50 against every other system (who was shown first, who won), a tie
+        # in every game against it
+        def games(a, b):
+            return pd.read_parquet(tmp_path / f"results/judgments/reference/{lang}/{'__'.join(sorted([a, b]))}.parquet")
+
+        def outcomes(model, other):
+            table, named = games(model, other), {model: "system", other: other}
+            won = [getattr(row, row.verdict) if row.verdict in ("model_a", "model_b") else row.verdict for row in table.itertuples()]
+            return sorted((row.query_id, named[row.shown_first], named.get(winner, winner))
+                          for row, winner in zip(table.itertuples(), won))
+
+        for other in ("mock-0", "mock-80"):
+            assert len(outcomes("mine", other)) == 2 * 4
+            assert outcomes("mine", other) == outcomes("mock-50", other)
+        assert set(games("mine", "mock-50")["verdict"]) == {"tie"}
+        fit = pd.read_csv(tmp_path / f"results/arena/reference/{lang}/bradley_terry.csv", dtype={"model": str}).set_index("model")
+        assert abs(fit.loc["mine", "logit"] - fit.loc["mock-50", "logit"]) < 1e-9
+        assert fit.loc["mock-0", "logit"] > fit.loc["mine", "logit"] > fit.loc["mock-80", "logit"]
+    board = pd.read_csv(tmp_path / "results/leaderboard.csv", dtype={"model": str}).set_index("model")
+    assert board.loc["mine", "rank"] == board.loc["mock-50", "rank"] == 2
+    assert board.loc["mine", "score"] == pytest.approx(board.loc["mock-50", "score"], abs=1e-9)
+
+    # Its file is in the job's identity by content (Snakemake checksums inputs under 1 MB): a touch
+    # reruns nothing, an edit reruns exactly its jobs.
+    (tmp_path / "mine" / "hi.jsonl").touch()
+    assert "Nothing to be done" in snakemake(repo, tmp_path, "-n", "results/leaderboard.csv").stdout
+    edited = (tmp_path / "mine" / "hi.jsonl").read_text().replace('"reason": null', '"reason": "edited"', 1)
+    (tmp_path / "mine" / "hi.jsonl").write_text(edited)
+    dry = snakemake(repo, tmp_path, "-n", "results/leaderboard.csv")
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1, "merge_features": 1,
+                                          "judge_pair": 3, "bradley_terry": 2, "style_control": 2, "surrogate": 2,
+                                          "leaderboard": 1}
+    assert "output: results/answers/mine/en.parquet, results/answers/mine/hi.parquet" in dry.stdout
+
+    # A language file missing: refused before any job, naming the file.
+    (tmp_path / "mine" / "hi.jsonl").unlink()
+    dry = snakemake(repo, tmp_path, "-n")
+    output = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "Job stats" not in output
+    assert (f"invalid config: {tmp_path / 'config.yaml'}: models.mine.answers: mine/hi.jsonl does not exist (the answers "
+            "of system 'mine' in 'hi')") in output
