@@ -7,9 +7,8 @@ import logging
 from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
 from polyrag.llm import open_llm
-from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.logs import run_logged
-from polyrag.systems.answer_files import system_answers
+from polyrag.systems.answer_files import reads_answer_files, system_answers
 
 
 def main() -> None:
@@ -17,7 +16,7 @@ def main() -> None:
     model, settings, entry = sm.wildcards.model, sm.params.settings, sm.params.entry
     questions = dict(zip(sm.params.languages, sm.input.questions))
     log = logging.getLogger("polyrag")
-    if not LLM_BACKENDS[entry["backend"]].language_model:
+    if reads_answer_files(entry):
         for lang, output in zip(sm.params.languages, sm.output):
             log.info("answering the %s questions from the system's file", lang)
             write_answers(system_answers(model, entry, lang, read_questions(questions[lang]), questions[lang]), output)

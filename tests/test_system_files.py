@@ -191,6 +191,25 @@ def test_missing_query_ids_are_refused_or_counted_as_unanswered(tmp_path, caplog
     assert rows[1]["answer"] == GOOD[1]["answer"] and rows[1]["error"] is None
 
 
+def test_an_unanswered_question_is_what_a_rejected_request_is_downstream(tmp_path):
+    """Null features, and a lost game in both orders against an answer under the reference judge
+    (docs/systems.md: leaving a question out never helps a system)."""
+    from polyrag.features.deterministic import deterministic_features
+    from polyrag.judge.play import judge_with_reference
+
+    def with_languages(answers):
+        rows = deterministic_features(RECORDS, answers)
+        return [{**answer, "target_language": row["target_language"]} for answer, row in zip(answers, rows)]
+
+    partial = with_languages(read(tmp_path, [GOOD[1]], missing="unanswered"))
+    assert deterministic_features(RECORDS, partial)[0]["citation_recall@10"] is None
+    complete = with_languages(read(tmp_path, GOOD))
+    games = judge_with_reference(list(zip(RECORDS, partial, complete)), "partial", "complete",
+                                 {"weights": {"similarity": 0.0, "citation": 1.0, "language": 1.0}, "tie_margin": 0.05})
+    assert [(g["query_id"], g["verdict"]) for g in games] == [("q1", "model_b"), ("q1", "model_b"), ("q2", "tie"),
+                                                              ("q2", "tie")]
+
+
 def test_a_missing_file_and_an_unknown_type_are_named(tmp_path):
     with pytest.raises(DataError, match=r"answers/en.jsonl: file not found$"):
         system_answers("mine", entry(tmp_path), "en", RECORDS, QUESTIONS)
@@ -378,11 +397,20 @@ def test_a_file_system_copied_from_a_mock_is_judged_and_ranked_as_that_mock(repo
     assert board.loc["mine", "rank"] == board.loc["mock-50", "rank"] == 2
     assert board.loc["mine", "score"] == pytest.approx(board.loc["mock-50", "score"], abs=1e-9)
 
+    # Sampling settings are a language model's: a new generation.max_tokens reruns the mocks' answers, not its.
+    config = configure(mine=MINE)
+    config["generation"]["max_tokens"] = 64
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    dry = snakemake(repo, tmp_path, "-n", "results/leaderboard.csv")
+    answered = re.findall(r"^\s+output: (results/answers/.+)$", dry.stdout, re.MULTILINE)
+    assert len(answered) == 3 and not [line for line in answered if "/mine/" in line]
+    configure(mine=MINE)
+
     # Its file is in the job's identity by content (Snakemake checksums inputs under 1 MB): a touch
-    # reruns nothing, an edit reruns exactly its jobs.
+    # reruns nothing, an edit (here a field polyrag does not read) reruns exactly its jobs.
     (tmp_path / "mine" / "hi.jsonl").touch()
     assert "Nothing to be done" in snakemake(repo, tmp_path, "-n", "results/leaderboard.csv").stdout
-    edited = (tmp_path / "mine" / "hi.jsonl").read_text().replace('"reason": null', '"reason": "edited"', 1)
+    edited = (tmp_path / "mine" / "hi.jsonl").read_text().replace('{"query_id"', '{"run": 2, "query_id"', 1)
     (tmp_path / "mine" / "hi.jsonl").write_text(edited)
     dry = snakemake(repo, tmp_path, "-n", "results/leaderboard.csv")
     assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1, "merge_features": 1,

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 
 from polyrag.errors import ConfigError, DataError
-from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.meta_eval.memerag import memerag_file
-from polyrag.systems.answer_files import answer_paths, corpus_paths, system_files
+from polyrag.systems.answer_files import answer_paths, corpus_paths, reads_answer_files, system_files
 
 def question_files(config: dict, lang: str) -> list[str]:
     """The local files ``select_questions`` reads for the language key ``lang`` (data.dir)."""
@@ -78,7 +77,7 @@ def system_answer_files(config: dict, model: str) -> list[str]:
     """The answer files (one per language) and corpus files of a system read from files
     (models.{model}.answers, corpus), else none: the inputs of its generation job."""
     entry = config["models"][model]
-    if LLM_BACKENDS[entry["backend"]].language_model:
+    if not reads_answer_files(entry):
         return []
     return system_files(entry, config["languages"])
 
@@ -118,7 +117,7 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: judges.{name}.dir: {path} does not exist (recorded verdicts in {lang!r})")
     for name, entry in config["models"].items():
-        if LLM_BACKENDS[entry["backend"]].language_model:
+        if not reads_answer_files(entry):
             continue
         for path, lang in zip(answer_paths(entry, config["languages"]), config["languages"]):
             if not Path(path).is_file():

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from polyrag.config.queries import control_entry, control_name, finetune_adapter_dir
 from polyrag.finetune.student import student_entry
-from polyrag.llm.backends import LLM_BACKENDS
-from polyrag.systems.answer_files import language_path
+from polyrag.systems.answer_files import language_path, reads_answer_files
 
 #: Keys naming local data, and the environment variable read when the key is null.
 LOCAL_DATA_KEYS = {
@@ -64,7 +63,7 @@ def resolve_local_data(config: dict, workflow_dir: Path) -> None:
         if section[key]:
             section[key] = local_path(section[key], workflow_dir)
     for entry in config["models"].values():
-        if not LLM_BACKENDS[entry["backend"]].language_model:
+        if reads_answer_files(entry):
             for key in ("answers", "corpus"):
                 if entry[key]:
                     entry[key] = local_pattern(entry[key], config["languages"], workflow_dir)

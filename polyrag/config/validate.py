@@ -29,7 +29,7 @@ from polyrag.judge.kinds import KINDS, judge_kind
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import split_pair
 from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
-from polyrag.systems.answer_files import LANG, SUFFIXES
+from polyrag.systems.answer_files import LANG, SUFFIXES, reads_answer_files
 
 # Matched with fullmatch: a pattern ending in $ also accepts a name with a final line break.
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -249,7 +249,7 @@ def check_semantics(config: dict, source: str) -> None:
     filter_model = data["miracl"]["time_filter_model"]
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
-    if filter_model is not None and not LLM_BACKENDS[config["models"][filter_model]["backend"]].language_model:
+    if filter_model is not None and reads_answer_files(config["models"][filter_model]):
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} reads its answers from files; "
                           "filtering questions needs a language model")
     for name, entry in config["models"].items():
@@ -271,7 +271,7 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}: a transformers model needs exactly one of model or package")
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
-        if not LLM_BACKENDS[entry["backend"]].language_model:
+        if reads_answer_files(entry):
             check_file_system(name, entry, source)
     if config["mars"] is not None:
         check_mars(config, source)
@@ -348,7 +348,7 @@ def check_mars(config: dict, source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: mars.languages: {unknown} not among languages {config['languages']}")
     generator = config["models"].get(mars["generator"])
-    if generator is None or generator["backend"] == "mock" or not LLM_BACKENDS[generator["backend"]].language_model:
+    if generator is None or generator["backend"] == "mock" or reads_answer_files(generator):
         raise ConfigError(f"{source}: mars.generator: {mars['generator']!r} is not an LLM under models: "
                           "(mock systems and systems read from files cannot write questions)")
     if mars["corpus"]["source"] == "data":
@@ -401,7 +401,7 @@ def check_finetune(config: dict, source: str) -> None:
     if teacher not in config["models"]:
         raise ConfigError(f"{source}: finetune.teacher: {teacher!r} is not a model under models: "
                           f"(models: {', '.join(config['models'])})")
-    if not LLM_BACKENDS[config["models"][teacher]["backend"]].language_model:
+    if reads_answer_files(config["models"][teacher]):
         raise ConfigError(f"{source}: finetune.teacher: {teacher!r} reads its answers from files; a teacher answers the "
                           "training questions (finetune.training), which no file of it does")
     try:

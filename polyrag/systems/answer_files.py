@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from polyrag.data.io import read_jsonl
 from polyrag.errors import DataError
 from polyrag.generate.parsing import parse_citations
+from polyrag.llm.backends import LLM_BACKENDS
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,11 @@ ROW_FIELDS = ("query_id", "answer", "passages", "docids", "cited_docids", "raw_o
 PASSAGE_SOURCE = "file"
 #: How many ids a message lists before it says "and N more".
 SHOWN = 5
+
+
+def reads_answer_files(entry: Mapping) -> bool:
+    """Whether a ``models:`` entry is a system read from files (its backend is no language model)."""
+    return not LLM_BACKENDS[entry["backend"]].language_model
 
 
 def language_path(pattern: str, lang: str) -> str:
