@@ -22,7 +22,7 @@ from .tiny_models import sequence_classifier
 # 10 minutes on 2 idle cores, more on a shared machine, within one test's timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error"]
+ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error", "passages", "passage_source"]
 
 
 def snakemake(repo, workdir, *args):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyrag.data.records import PASSAGE
 from polyrag.errors import TooManyFailures
 from polyrag.generate.parsing import parse_plain, parse_sectioned
 from polyrag.generate.prompts import ANSWER_FORMAT, answer_messages, refusal
@@ -26,6 +27,10 @@ SCHEMA = pa.schema(
         ("answer", pa.string()),
         ("cited_docids", pa.list_(pa.string())),
         ("error", pa.string()),
+        # The passages the system was given, and where they came from (``file``: a system read from
+        # files, polyrag.systems.answer_files).
+        ("passages", pa.list_(PASSAGE)),
+        ("passage_source", pa.string()),
     ]
 )
 

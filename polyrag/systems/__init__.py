@@ -1,0 +1,3 @@
+"""RAG systems under test. A system is what answers the benchmark's questions: a language model
+behind one of the LLM backends (``polyrag.llm``), or a user's own system whose answers and passages
+come from files (``answer_files``, ``backend: file``)."""
