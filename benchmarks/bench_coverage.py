@@ -382,10 +382,10 @@ TRUE_LOGITS = true_logits()
 
 
 def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method: str) -> dict:
-    """One arena of benchmarks/bench_gold_anchored.py (8 models, 200 questions) and one method."""
-    import bench_gold_anchored  # beside this file; its simulation and truth
+    """One arena of benchmarks/bench_label_anchored.py (8 models, 200 questions) and one method."""
+    import bench_label_anchored  # beside this file; its simulation and truth
 
-    rows = bench_gold_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
+    rows = bench_label_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
     row = next(r for r in rows if r["method"] == method)
     # an unbounded interval (the labels separate a model) covers; its width is left out of the mean
     width = row["width"] if np.isfinite(row["width"]) else np.nan
@@ -393,12 +393,12 @@ def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method
 
 
 def gold_anchored_table_cell(seed: int, scenario: str, judge: str, questions: int, budget: int) -> dict:
-    """What gold_anchored.csv reports for a small arena (``bench_gold_anchored.table_seed``): the
+    """What gold_anchored.csv reports for a small arena (``bench_label_anchored.table_seed``): the
     estimable models' intervals of their logits centred over themselves; a table where no model is
     estimable counts in neither the coverage nor the width."""
-    import bench_gold_anchored
+    import bench_label_anchored
 
-    row = bench_gold_anchored.table_seed((scenario, judge, seed, questions, budget))
+    row = bench_label_anchored.table_seed((scenario, judge, seed, questions, budget))
     return {"covered": row["covered"], "width": row.get("width", np.nan)}
 
 

@@ -190,7 +190,7 @@ rule leaderboard:
         surrogate_bootstrap=expand(rules.surrogate.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
-        # input functions: rules/gold.smk and rules/mars.smk, included after this file, define these
+        # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
         mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
         gold=lambda wildcards: gold_table(),
         # under a budget, each language's last round: the share of the exhaustive design spent
@@ -220,7 +220,7 @@ rule leaderboard_table:
     input:
         leaderboard=rules.leaderboard.output.leaderboard,
         detailed=rules.leaderboard.output.detailed,
-        gold=lambda wildcards: gold_table(),  # rules/gold.smk, included after this file
+        gold=lambda wildcards: gold_table(),  # rules/human_labels.smk, included after this file
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True

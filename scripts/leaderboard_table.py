@@ -27,7 +27,7 @@ def main() -> None:
                                       "lambda", "note"])
         sections.append((
             "Gold-anchored ranking", f"{detailed['gold_anchored_by'].iloc[0]}: Bradley-Terry logits whose 95% "
-            "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/gold_anchored.md; "
+            "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/human_labels.md; "
             f"{sm.input.gold}). judge_only: the judge's own logits; n_eff: the gold labels alone would need this "
             "many for intervals as narrow; an empty logit is not estimable from these labels (note says why).",
             shown))

@@ -25,7 +25,7 @@ from polyrag.arena.units import judge_units
 from polyrag.errors import DataError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import bench_gold_anchored  # noqa: E402
+import bench_label_anchored  # noqa: E402
 
 MODELS = 5
 
@@ -124,14 +124,14 @@ def test_active_probabilities_favour_uncertain_units_and_keep_a_floor():
 
 @pytest.fixture(scope="module")
 def coverage():
-    """200 seeds of benchmarks/bench_gold_anchored.py at 100 gold labels."""
-    saved = bench_gold_anchored.BUDGETS
-    bench_gold_anchored.BUDGETS = (100,)
+    """200 seeds of benchmarks/bench_label_anchored.py at 100 gold labels."""
+    saved = bench_label_anchored.BUDGETS
+    bench_label_anchored.BUDGETS = (100,)
     try:
-        raw = bench_gold_anchored.run(200, workers=2, settings=(("spread", "biased"), ("spread", "useless")))
+        raw = bench_label_anchored.run(200, workers=2, settings=(("spread", "biased"), ("spread", "useless")))
     finally:
-        bench_gold_anchored.BUDGETS = saved
-    return bench_gold_anchored.summary(raw).set_index(["judge", "method"])
+        bench_label_anchored.BUDGETS = saved
+    return bench_label_anchored.summary(raw).set_index(["judge", "method"])
 
 
 @pytest.mark.slow

@@ -324,7 +324,7 @@ def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.
 def stand_in_labels(key: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
     """The filled task file a stand-in labeller would return: the verdict of a judge's game shown
     in the task's order (left first), ``cant_judge`` where that game is invalid or absent. The
-    demo plays the person with the ``reference`` judge this way (docs/gold_anchored.md)."""
+    demo plays the person with the ``reference`` judge this way (docs/human_labels.md)."""
     shown = games.assign(query_id=games["query_id"].astype(str))
     winner = shown["model_a"].where(shown["verdict"] == "model_a", shown["model_b"])
     shown = shown.assign(winner=winner.where(shown["verdict"].isin(["model_a", "model_b"])))

@@ -28,7 +28,7 @@ from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, 
 from polyrag.errors import DataError
 
 #: Below this many gold labels the intervals undercover: 0.91-0.93 at 50 labels in
-#: benchmarks/bench_gold_anchored.py (0.94-0.95 from 100), 0.89-0.92 for the estimable models at
+#: benchmarks/bench_label_anchored.py (0.94-0.95 from 100), 0.89-0.92 for the estimable models at
 #: 30 labels of 12 questions, so the table says so.
 MIN_GOLD_LABELS = 100
 
@@ -119,7 +119,7 @@ def estimability(fit: Fit, labels: np.ndarray, won: np.ndarray, models: list[str
     A model is not estimable when no gold label compares it, or when it is preferred in all or
     none of its labels (the labels separate it: its gold-only fit has no finite maximum, and what
     keeps the gold-anchored one finite is the judge alone, whose bias on it the labels cannot
-    measure; such intervals covered 0.10-0.54 in benchmarks/bench_gold_anchored.py settings at 30
+    measure; such intervals covered 0.10-0.54 in benchmarks/bench_label_anchored.py settings at 30
     labels). No model is estimable when the fit itself has no finite maximum or no finite
     covariance (separation, or with lam > 0 a rectifier from few labels, weighted 1/n, that
     outweighs the judge's term, weighted 1/N), or fewer than two models are: the centred logits all
@@ -220,9 +220,9 @@ def gold_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list[
     notes = []
     if n_gold < MIN_GOLD_LABELS:
         notes.append(f"fewer than {MIN_GOLD_LABELS} gold labels: such intervals covered 0.89-0.93 instead of 0.95 "
-                     "at 30-50 labels (docs/gold_anchored.md)")
+                     "at 30-50 labels (docs/human_labels.md)")
     if active:
         notes.append("active design: such intervals covered 0.92-0.94 instead of 0.95 from 100 labels "
-                     "(docs/gold_anchored.md)")
+                     "(docs/human_labels.md)")
     table["note"] = ["; ".join([note, *notes] if note else notes) for note in model_notes]
     return table.sort_values(["rank", "model"], ignore_index=True, na_position="last")

@@ -19,8 +19,8 @@ judge's uncertainty (half the budget spread uniformly; n labels expected). Colum
 coverage (over models and seeds), joint rank-set coverage (every model's true rank inside its
 rank-set, per arena), mean interval width, mean n_eff / n and mean lambda.
 
-    python benchmarks/bench_gold_anchored.py --seeds 500
-    python benchmarks/bench_gold_anchored.py --seeds 300 --table 12,30   # gold_anchored.csv at a small size
+    python benchmarks/bench_label_anchored.py --seeds 500
+    python benchmarks/bench_label_anchored.py --seeds 300 --table 12,30   # gold_anchored.csv at a small size
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# The input functions and constants of rules/gold.smk (snakemake --lint keeps functions apart from rules).
+# The input functions and constants of rules/human_labels.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.queries import gold_languages
 
 GOLD_LANGUAGES = gold_languages(config)

@@ -1,9 +1,9 @@
-# The gold-anchored arena (docs/gold_anchored.md): one judge on every unit (question, model pair),
+# The gold-anchored arena (docs/human_labels.md): one judge on every unit (question, model pair),
 # a seeded sample of units labelled by people (or a stand-in judge), and Bradley-Terry logits
 # anchored on those labels by PPI++. The annotation round trip is files: tasks out, labels in.
 
 
-include: "inputs/gold.smk"
+include: "inputs/human_labels.smk"
 
 
 # The judge's value of every unit: model_a's mean score over the valid orders.
@@ -21,7 +21,7 @@ rule gold_units:
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/gold_units.py"
+        "../scripts/judge_units.py"
 
 
 # The units to label (a seeded uniform sample) and the files annotators fill in; key.csv says
@@ -50,7 +50,7 @@ rule gold_sample:
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/gold_sample.py"
+        "../scripts/human_label_sample.py"
 
 
 # The demo's stand-in for a person: a judge's verdict on each task, in the order it is shown.
@@ -69,7 +69,7 @@ rule gold_stand_in:
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/gold_stand_in.py"
+        "../scripts/stand_in_labels.py"
 
 
 # The filled file read back: gold values for model_a, counts of ties, can't-judge and missing.
@@ -89,7 +89,7 @@ rule gold_labels:
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/gold_labels.py"
+        "../scripts/human_labels.py"
 
 
 # Per language and pooled (all): gold-anchored, judge-only and gold-only logits, rank-sets, n_eff,
@@ -121,4 +121,4 @@ rule gold_anchored:
     conda:
         "../envs/core.yaml"
     script:
-        "../scripts/gold_anchored.py"
+        "../scripts/label_anchored.py"
