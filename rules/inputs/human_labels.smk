@@ -1,24 +1,24 @@
 # The input functions and constants of rules/human_labels.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.config.queries import gold_languages
+from polyrag.config.queries import labelled_languages
 
-GOLD_LANGUAGES = gold_languages(config)
+LABELLED_LANGUAGES = labelled_languages(config)
 
 
-def gold_table():
-    """The gold-anchored table the leaderboard shows: pooled over the labelled languages (all), or the one's."""
-    if not (GOLD and GOLD_LANGUAGES):
+def label_anchored_file():
+    """The label-anchored table the leaderboard shows: pooled over the labelled languages (all), or the one's."""
+    if not (HUMAN_LABELS and LABELLED_LANGUAGES):
         return []
-    scope = "all" if len(GOLD_LANGUAGES) > 1 else GOLD_LANGUAGES[0]
-    return expand(rules.gold_anchored.output.table, judge=GOLD["judge"], scope=scope)[0]  # one path: the scripts read it
+    scope = "all" if len(LABELLED_LANGUAGES) > 1 else LABELLED_LANGUAGES[0]
+    return expand(rules.label_anchored.output.table, judge=HUMAN_LABELS["judge"], scope=scope)[0]  # one path: the scripts read it
 
 
-def gold_labels_source(wildcards):
+def filled_labels_file(wildcards):
     """The filled annotation file of a language: the user's, else the stand-in labeller's."""
-    if wildcards.lang in GOLD["labels"]:
-        return GOLD["labels"][wildcards.lang]
-    return expand(rules.gold_stand_in.output[0], lang=wildcards.lang, judge=GOLD["stand_in"])[0]
+    if wildcards.lang in HUMAN_LABELS["labels"]:
+        return HUMAN_LABELS["labels"][wildcards.lang]
+    return expand(rules.stand_in_labels.output[0], lang=wildcards.lang, judge=HUMAN_LABELS["stand_in"])[0]
 
 
-def gold_scope_languages(wildcards):
-    """The languages a gold-anchored table pools: one, or every labelled one for ``all``."""
-    return GOLD_LANGUAGES if wildcards.scope == "all" else [wildcards.scope]
+def label_anchored_languages(wildcards):
+    """The languages a label-anchored table pools: one, or every labelled one for ``all``."""
+    return LABELLED_LANGUAGES if wildcards.scope == "all" else [wildcards.scope]
