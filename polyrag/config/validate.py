@@ -276,24 +276,25 @@ def check_semantics(config: dict, source: str) -> None:
     if config["mars"] is not None:
         check_mars(config, source)
     if config["arena"]["human_labels"] is not None:
-        check_gold(config, source)
+        check_human_labels(config, source)
 
 
-def check_gold(config: dict, source: str) -> None:
-    gold = config["arena"]["human_labels"]
+def check_human_labels(config: dict, source: str) -> None:
+    human_labels = config["arena"]["human_labels"]
     for key in ("judge", "stand_in"):
-        name = gold[key]
+        name = human_labels[key]
         if name is not None and name not in config["judges"]:
             raise ConfigError(f"{source}: arena.human_labels.{key}: {name!r} is not a judge under judges:")
-    if gold["stand_in"] == gold["judge"]:
-        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
+    judge, stand_in = human_labels["judge"], human_labels["stand_in"]
+    if stand_in == judge:
+        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {judge!r} is the judge "
                           "itself; its labels would only repeat the judge's verdicts")
-    if gold["stand_in"] is not None:
-        missing = set(judge_contestants(config, gold["judge"])) - set(judge_contestants(config, gold["stand_in"]))
+    if stand_in is not None:
+        missing = set(judge_contestants(config, judge)) - set(judge_contestants(config, stand_in))
         if missing:
-            raise ConfigError(f"{source}: arena.human_labels.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
-                              f"which the judge {gold['judge']!r} does: it could not label their units")
-    for lang, path in gold["labels"].items():
+            raise ConfigError(f"{source}: arena.human_labels.stand_in: {stand_in!r} does not judge {sorted(missing)}, "
+                              f"which the judge {judge!r} does: it could not label their units")
+    for lang, path in human_labels["labels"].items():
         if lang not in config["languages"]:
             raise ConfigError(f"{source}: arena.human_labels.labels: {lang!r} is not among languages {config['languages']}")
         if not Path(path).exists():
