@@ -24,6 +24,7 @@ import pandas as pd
 from scipy.stats import chi2, norm
 
 from polyrag.arena.active import active_fit
+from polyrag.arena.bradley_terry import rank_by
 from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, labels_only_covariance
 from polyrag.errors import DataError
 
@@ -201,14 +202,14 @@ def label_anchored_table(units: pd.DataFrame, labels: pd.DataFrame, models: list
         best[estimable], worst[estimable] = rank_sets(reported, alpha)
         n_eff[estimable] = effective_labels(reported, restricted(fits["labels_only_at_anchored"], estimable), n_labels)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
-                          "rank": pd.Series(-logit).rank(method="min").astype("Int64").array,
+                          "rank": rank_by(logit).astype("Int64").array,
                           "rank_best": best, "rank_worst": worst, "estimable": estimable,
                           "model_labels": model_labels})
     for name in ("judge_only", "labels_only"):
         fit = fits[name]
         table[f"{name}_logit"] = fit.logit if fit.converged else np.nan
         table[f"{name}_ci_low"], table[f"{name}_ci_high"] = normal_interval(fit, alpha)
-    table["judge_only_rank"] = pd.Series(-fits["judge_only"].logit).rank(method="min").astype(int).to_numpy()
+    table["judge_only_rank"] = rank_by(fits["judge_only"].logit).astype(int).to_numpy()
     table["n_labels"] = n_labels
     table["n_units"] = len(units)
     table["lambda"] = anchored.lam

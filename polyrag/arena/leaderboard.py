@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import intervals_and_ranks
+from polyrag.arena.bradley_terry import intervals_and_ranks, rank_by
 
 #: the label-anchored table's columns and their names in leaderboard_detailed.csv
 LABEL_ANCHORED_COLUMNS = {"logit": "label_anchored_logit", "ci_low": "label_anchored_ci_low",
@@ -54,7 +54,7 @@ def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surroga
         columns={"logit": "bt_logit", "ci_low": "bt_ci_low", "ci_high": "bt_ci_high"}), on="model", how="left")
     rows["judged"] = rows["bt_logit"].notna()
     rows["arena_logit"] = rows["bt_logit"].where(rows["judged"], rows["surrogate_logit"])
-    rows["rank"] = rows["arena_logit"].rank(ascending=False, method="min").astype(int)
+    rows["rank"] = rank_by(rows["arena_logit"]).astype(int).to_numpy()
     rows.insert(1, "lang", lang)
     rows["n_questions"] = int(bt["n_questions"].iloc[0])  # the language's questions
     # the clusters of each model's interval: the questions it played (the surrogate predicts from all)
@@ -78,7 +78,7 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     score = logits.mean(axis=1).to_numpy()
     played = by_language.groupby("model")["model_questions"].min().reindex(models).to_numpy(int)
     low, high, best, worst = intervals_and_ranks(score, samples, played)
-    table = pd.DataFrame({"model": models, "rank": pd.Series(-score).rank(method="min").astype(int).to_numpy(),
+    table = pd.DataFrame({"model": models, "rank": rank_by(score).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,
                           "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy()})

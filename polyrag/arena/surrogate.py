@@ -46,6 +46,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
+from polyrag.arena.bradley_terry import rank_by
 from polyrag.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -245,7 +246,7 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     low, high = np.percentile(per_tournament_predictions, [2.5, 97.5], axis=0)
     table = pd.DataFrame({"model": models, "predicted_logit": predicted, "ci_low": low, "ci_high": high,
                           "judged": [m in judged for m in models]})
-    table["rank"] = table["predicted_logit"].rank(ascending=False, method="min").astype(int)
+    table["rank"] = rank_by(table["predicted_logit"]).astype(int).to_numpy()
     table = table.sort_values(["rank", "model"], ignore_index=True)
     if regressor in TREE_ENSEMBLES:
         warn_at_the_edge(table)
