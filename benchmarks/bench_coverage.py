@@ -381,43 +381,43 @@ def bt_cells() -> list[tuple]:
 TRUE_LOGITS = true_logits()
 
 
-def gold_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method: str) -> dict:
-    """One arena of benchmarks/bench_gold_anchored.py (8 models, 200 questions) and one method."""
-    import bench_gold_anchored  # beside this file; its simulation and truth
+def label_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method: str) -> dict:
+    """One arena of benchmarks/bench_label_anchored.py (8 models, 200 questions) and one method."""
+    import bench_label_anchored  # beside this file; its simulation and truth
 
-    rows = bench_gold_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
+    rows = bench_label_anchored.one_seed((scenario, judge, seed, (budget,) if budget else (), (method,)))
     row = next(r for r in rows if r["method"] == method)
     # an unbounded interval (the labels separate a model) covers; its width is left out of the mean
     width = row["width"] if np.isfinite(row["width"]) else np.nan
     return {"covered": row["covered"], "width": width, "ranks_covered": row["ranks_covered"]}
 
 
-def gold_anchored_table_cell(seed: int, scenario: str, judge: str, questions: int, budget: int) -> dict:
-    """What gold_anchored.csv reports for a small arena (``bench_gold_anchored.table_seed``): the
+def label_anchored_table_cell(seed: int, scenario: str, judge: str, questions: int, budget: int) -> dict:
+    """What label_anchored.csv reports for a small arena (``bench_label_anchored.table_seed``): the
     estimable models' intervals of their logits centred over themselves; a table where no model is
     estimable counts in neither the coverage nor the width."""
-    import bench_gold_anchored
+    import bench_label_anchored
 
-    row = bench_gold_anchored.table_seed((scenario, judge, seed, questions, budget))
+    row = bench_label_anchored.table_seed((scenario, judge, seed, questions, budget))
     return {"covered": row["covered"], "width": row.get("width", np.nan)}
 
 
-def gold_anchored_cells() -> list[tuple]:
-    """The gold-anchored arena's intervals and rank-sets of the labellers' logits: few labels, a
+def label_anchored_cells() -> list[tuple]:
+    """The label-anchored arena's intervals and rank-sets of the labellers' logits: few labels, a
     biased judge, close models, a useless judge, labels chosen by the judge's uncertainty; and the
-    judge alone, which these intervals replace. Also what gold_anchored.csv reports at 30 labels
+    judge alone, which these intervals replace. Also what label_anchored.csv reports at 30 labels
     of 12 questions (a demo language), where some models are not estimable."""
     settings = [("spread", "biased", 100, "PPI++"), ("spread", "biased", 50, "PPI++"), ("close", "biased", 100, "PPI++"),
                 ("spread", "useless", 100, "PPI++"), ("spread", "biased", 100, "active PPI++"),
-                ("spread", "biased", 100, "gold-only BT"), ("spread", "biased", 0, "judge-only BT")]
-    return [(f"gold_anchored ({method})", "polyrag",
-             f"8 models {scenario}, 200 questions, {judge} judge, {budget} gold labels" + (
+                ("spread", "biased", 100, "labels-only BT"), ("spread", "biased", 0, "judge-only BT")]
+    return [(f"label_anchored ({method})", "polyrag",
+             f"8 models {scenario}, 200 questions, {judge} judge, {budget} human labels" + (
                  " (flagged: under 100 labels)" if 0 < budget < 100 else ""),
-             gold_anchored_cell, {"scenario": scenario, "judge": judge, "budget": budget, "method": method})
+             label_anchored_cell, {"scenario": scenario, "judge": judge, "budget": budget, "method": method})
             for scenario, judge, budget, method in settings] + [
-        ("gold_anchored (PPI++, gold_anchored.csv)", "polyrag",
-         f"8 models {scenario}, 12 questions, {judge} judge, 30 gold labels: estimable models (flagged: under 100 labels)",
-         gold_anchored_table_cell, {"scenario": scenario, "judge": judge, "questions": 12, "budget": 30})
+        ("label_anchored (PPI++, label_anchored.csv)", "polyrag",
+         f"8 models {scenario}, 12 questions, {judge} judge, 30 human labels: estimable models (flagged: under 100 labels)",
+         label_anchored_table_cell, {"scenario": scenario, "judge": judge, "questions": 12, "budget": 30})
         for scenario, judge in (("spread", "biased"), ("spread", "useless"))]
 
 
@@ -470,7 +470,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
-    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + gold_anchored_cells()
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:

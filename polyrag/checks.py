@@ -1,8 +1,8 @@
 """Known-truth checks: what a run must recover because the config built it in (``checks:``).
 
 The demo's mock systems have known error rates, its Gemma judge is known to pick the answer it
-reads first, its fine-tuned student is known to beat its control, and its gold labels come from a
-judge whose own ranking is known. Each check reads the workflow's result files and says, per
+reads first, its fine-tuned student is known to beat its control, and its human labels come from a
+stand-in judge whose own ranking is known. Each check reads the workflow's result files and says, per
 subject, what was expected, what came out and whether that passed (``results/checks.csv``,
 printed by ``make demo`` after the leaderboard). A failed check is a row, never an error: the run
 still writes its outputs.
@@ -30,7 +30,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from polyrag.arena.games import position_bias, read_games
-from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
+from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.config.checks import turned_on
 from polyrag.csv_tables import read_table
 
@@ -143,7 +143,7 @@ def finetune_gain(files: dict, expected: Any, settings: dict) -> list[dict]:
                 bool(low > 0.5))]
 
 
-# --- gold_agreement: gold labels from a stand-in judge give back that judge's ranking --------------
+# --- label_anchored_agreement: human labels from a stand-in judge give back that judge's ranking ---
 
 
 def stand_in_ranks(arenas: dict[str, str], models: list[str]) -> pd.Series:
@@ -154,29 +154,29 @@ def stand_in_ranks(arenas: dict[str, str], models: list[str]) -> pd.Series:
     return (-mean.round(9)).rank(method="min")
 
 
-def gold_agreement(files: dict, expected: Any, settings: dict) -> list[dict]:
-    """Agreement, defined so that it can fail: every estimable model's gold-anchored rank range
+def label_anchored_agreement(files: dict, expected: Any, settings: dict) -> list[dict]:
+    """Agreement, defined so that it can fail: every estimable model's label-anchored rank range
     (rank_best..rank_worst, a joint 95% rank set for the labellers' preferences) holds its rank in
     the stand-in labeller's own arena, ranked among the same models. The labels are the stand-in's
     verdicts on a sample of units, so its preferences are the truth those rank sets claim to
     cover; a Kendall tau of 1 would instead fail on any two models the stand-in itself barely
     separates (the tau is shown beside it). At least two estimable models are needed."""
     detailed = read_table(files["detailed"]).set_index("model")
-    gold = detailed[list(GOLD_ANCHORED_COLUMNS.values())].set_axis(list(GOLD_ANCHORED_COLUMNS), axis=1)
-    gold = gold[gold["rank"].notna()]
+    anchored = detailed[list(LABEL_ANCHORED_COLUMNS.values())].set_axis(list(LABEL_ANCHORED_COLUMNS), axis=1)
+    anchored = anchored[anchored["rank"].notna()]
     stand_in = settings["stand_in"]
     wanted = f"every rank range holds the model's rank under {stand_in}"
-    if len(gold) < 2:
-        return [row(f"gold-anchored vs {stand_in}", wanted, f"{len(gold)} estimable model(s): nothing to compare",
-                    False)]
-    ranks = stand_in_ranks(files["stand_in_arena"], list(gold.index))
-    outside = [model for model in gold.index
-               if not gold.loc[model, "rank_best"] <= ranks[model] <= gold.loc[model, "rank_worst"]]
-    tau = float(kendalltau(gold["rank"].to_numpy(float), ranks[gold.index].to_numpy(float)).statistic)
-    observed = f"{len(gold) - len(outside)} of {len(gold)} models (Kendall tau {tau:.2f})" + "".join(
-        f"; {model}: range {int(gold.loc[model, 'rank_best'])}-{int(gold.loc[model, 'rank_worst'])}, "
+    if len(anchored) < 2:
+        return [row(f"label-anchored vs {stand_in}", wanted,
+                    f"{len(anchored)} estimable model(s): nothing to compare", False)]
+    ranks = stand_in_ranks(files["stand_in_arena"], list(anchored.index))
+    outside = [model for model in anchored.index
+               if not anchored.loc[model, "rank_best"] <= ranks[model] <= anchored.loc[model, "rank_worst"]]
+    tau = float(kendalltau(anchored["rank"].to_numpy(float), ranks[anchored.index].to_numpy(float)).statistic)
+    observed = f"{len(anchored) - len(outside)} of {len(anchored)} models (Kendall tau {tau:.2f})" + "".join(
+        f"; {model}: range {int(anchored.loc[model, 'rank_best'])}-{int(anchored.loc[model, 'rank_worst'])}, "
         f"{stand_in} rank {int(ranks[model])}" for model in outside)
-    return [row(f"gold-anchored vs {stand_in}", wanted, observed, not outside)]
+    return [row(f"label-anchored vs {stand_in}", wanted, observed, not outside)]
 
 
 CHECKS: dict[str, Check] = {  # the same names, in the same order, as polyrag.config.checks.NEEDS
@@ -184,7 +184,7 @@ CHECKS: dict[str, Check] = {  # the same names, in the same order, as polyrag.co
     "mars_coverage": Check(reads=("mars_systems",), run=mars_coverage),
     "position_bias": Check(reads=("judge_games",), run=position_bias_check),
     "finetune_gain": Check(reads=("finetune_gain",), run=finetune_gain),
-    "gold_agreement": Check(reads=("detailed", "stand_in_arena"), run=gold_agreement),
+    "label_anchored_agreement": Check(reads=("detailed", "stand_in_arena"), run=label_anchored_agreement),
 }
 
 

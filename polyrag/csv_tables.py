@@ -16,7 +16,7 @@ from pandas._libs.parsers import STR_NA_VALUES
 #: Columns of polyrag's tables (and of the files users give it) whose cells are names or ids.
 NAME_COLUMNS = frozenset({
     "model", "model_a", "model_b", "model_left", "model_right", "shown_first", "contestant",
-    "judge", "other_judge", "other_judges", "gold_anchored_by", "evaluator", "vs_evaluator", "roles", "family",
+    "judge", "other_judge", "other_judges", "label_anchored_by", "evaluator", "vs_evaluator", "roles", "family",
     "lang", "language", "mars_languages", "doc_lang", "qa_lang", "pair",
     "query_id", "unit_id", "sentence_id",
 })

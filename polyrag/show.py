@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyrag.arena.leaderboard import GOLD_ANCHORED_COLUMNS
+from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.csv_tables import read_table
 
 COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "judged"]
@@ -26,16 +26,16 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
     detailed = leaderboard.with_name("leaderboard_detailed.csv")
     if detailed.exists():
         wide = read_table(detailed)
-        if "gold_anchored_by" in wide:
-            names = {wide_name: name for name, wide_name in GOLD_ANCHORED_COLUMNS.items()}
-            wide = wide.reindex(columns=["model", "gold_anchored_by", *names]).rename(columns=names)
-            gold = wide[wide["logit"].notna()].sort_values("rank")
-            gold = gold[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]]
-            shown = (gold.head(rows).to_string(index=False, float_format=lambda x: f"{x:.2f}") if len(gold)
+        if "label_anchored_by" in wide:
+            names = {wide_name: name for name, wide_name in LABEL_ANCHORED_COLUMNS.items()}
+            wide = wide.reindex(columns=["model", "label_anchored_by", *names]).rename(columns=names)
+            anchored = wide[wide["logit"].notna()].sort_values("rank")
+            anchored = anchored[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]]
+            shown = (anchored.head(rows).to_string(index=False, float_format=lambda x: f"{x:.2f}") if len(anchored)
                      else "(no model's logit is estimable from these labels)")
             left_out = wide[wide["logit"].isna() & wide["note"].notna()]  # not estimable: the note says why
             shown += "".join(f"\n{row.model}: {row.note}" for row in left_out.itertuples())
-            text += (f"Gold-anchored ranking ({wide['gold_anchored_by'].iloc[0]}; intervals for the labellers' "
+            text += (f"Label-anchored ranking ({wide['label_anchored_by'].iloc[0]}; intervals for the labellers' "
                      f"preferences):\n{shown}\n\n")
     checks = leaderboard.with_name("checks.csv")
     if checks.exists():

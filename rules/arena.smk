@@ -190,9 +190,9 @@ rule leaderboard:
         surrogate_bootstrap=expand(rules.surrogate.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
-        # input functions: rules/gold.smk and rules/mars.smk, included after this file, define these
+        # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
         mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
-        gold=lambda wildcards: gold_table(),
+        label_anchored=lambda wildcards: label_anchored_file(),
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
@@ -202,7 +202,7 @@ rule leaderboard:
         by_language="results/leaderboard_by_language.csv",
     params:
         languages=LANGUAGES,
-        gold_judge=GOLD and GOLD["judge"],
+        label_anchored_judge=HUMAN_LABELS and HUMAN_LABELS["judge"],
     localrule: True
     log:
         "logs/arena/leaderboard.log",
@@ -220,7 +220,7 @@ rule leaderboard_table:
     input:
         leaderboard=rules.leaderboard.output.leaderboard,
         detailed=rules.leaderboard.output.detailed,
-        gold=lambda wildcards: gold_table(),  # rules/gold.smk, included after this file
+        label_anchored=lambda wildcards: label_anchored_file(),  # rules/human_labels.smk, included after this file
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True

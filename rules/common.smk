@@ -44,7 +44,7 @@ JUDGES = list(config["judges"])
 # The optional stages' sections (None: the stage is off); later stages' rules read earlier ones'.
 META_EVAL = config["meta_eval"] and {**config["meta_eval"], "seed": config["seed"]}
 MARS = config["mars"]
-GOLD = config["arena"]["human_labels"]
+HUMAN_LABELS = config["arena"]["human_labels"]
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 
 # The output contract (docs: DESIGN.md), written once: every stage reads these.
@@ -85,9 +85,9 @@ def all_targets():
         + expand(rules.style_control.output.style_table, judge=JUDGES, lang=LANGUAGES)
         + ([rules.leaderboard.output.leaderboard, rules.leaderboard_table.output[0],
             rules.arena_plots.output.rank_heatmap, rules.judges_table.output.page] if ARENA_JUDGE else [])
-        + expand(rules.gold_anchored.output.table, judge=GOLD["judge"] if GOLD else [],
-                 scope=GOLD_LANGUAGES + (["all"] if len(GOLD_LANGUAGES) > 1 else []))
-        + expand(rules.gold_sample.output.tasks, lang=LANGUAGES if GOLD else [])
+        + expand(rules.label_anchored.output.table, judge=HUMAN_LABELS["judge"] if HUMAN_LABELS else [],
+                 scope=LABELLED_LANGUAGES + (["all"] if len(LABELLED_LANGUAGES) > 1 else []))
+        + expand(rules.human_label_sample.output.tasks, lang=LANGUAGES if HUMAN_LABELS else [])
         + ([rules.meta_eval_summary.output.summary] if META_EVAL else [])
         + (expand(rules.mars_scores.output[0], model=MODELS) if MARS else [])
         + ([rules.mars_meta_eval.output.summary] if MARS and MARS["meta_eval"] else [])

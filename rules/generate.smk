@@ -2,6 +2,8 @@
 # One job per model over every language, so a GPU model is loaded once per run, not once per
 # language. Inputs and params depend on this model's entry only, so adding a model adds only
 # its job; adding a language reruns each model's job, which finds its old answers in the cache.
+# A system read from files (backend: file) is checked and copied here instead of asked: its files
+# are the job's inputs, so editing one reruns exactly this job and what depends on its answers.
 
 
 include: "inputs/generate.smk"
@@ -11,6 +13,7 @@ rule generate_answers:
     input:
         questions=expand(QUESTIONS, lang=LANGUAGES),
         adapter=student_adapter_files,
+        answer_files=answer_files,
     output:
         expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     params:

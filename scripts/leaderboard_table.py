@@ -20,19 +20,19 @@ def main() -> None:
          "we are about the judge's preferences, not people's.",
          read_table(sm.input.leaderboard)),
     ]
-    if sm.input.gold:
-        gold = read_table(sm.input.gold)
-        shown = gold.reindex(columns=["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst",
-                                      "judge_only_logit", "judge_only_rank", "gold_only_logit", "n_gold", "n_eff",
-                                      "lambda", "note"])
+    if sm.input.label_anchored:
+        anchored = read_table(sm.input.label_anchored)
+        shown = anchored.reindex(columns=["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst",
+                                          "judge_only_logit", "judge_only_rank", "labels_only_logit", "n_labels",
+                                          "n_eff", "lambda", "note"])
         sections.append((
-            "Gold-anchored ranking", f"{detailed['gold_anchored_by'].iloc[0]}: Bradley-Terry logits whose 95% "
-            "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/gold_anchored.md; "
-            f"{sm.input.gold}). judge_only: the judge's own logits; n_eff: the gold labels alone would need this "
-            "many for intervals as narrow; an empty logit is not estimable from these labels (note says why).",
+            "Label-anchored ranking", f"{detailed['label_anchored_by'].iloc[0]}: Bradley-Terry logits whose 95% "
+            "intervals and joint rank-sets hold for the labellers' preferences (PPI++, docs/human_labels.md; "
+            f"{sm.input.label_anchored}). judge_only: the judge's own logits; n_eff: the human labels alone would need "
+            "this many for intervals as narrow; an empty logit is not estimable from these labels (note says why).",
             shown))
     sections.append(("Every column", "Per-language ranks, mean rank, style-controlled score and rank, the MARS "
-                     f"scores and the gold-anchored ranking (results/leaderboard_detailed.csv).{mars_scope}", detailed))
+                     f"scores and the label-anchored ranking (results/leaderboard_detailed.csv).{mars_scope}", detailed))
     page = sections_html("Leaderboard", sections)
     Path(sm.output[0]).write_text(page, encoding="utf-8")
 

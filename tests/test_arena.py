@@ -122,6 +122,25 @@ def test_fit_is_the_l2_penalised_maximum_likelihood_of_choix_opt_pairwise():
     assert np.abs(fitted).max() < np.abs(maximum_likelihood(games, models)).max()  # shrunk towards 0
 
 
+def test_two_models_with_the_same_games_share_their_rank():
+    """A system copied from another plays its games; their logits then differ by solver noise
+    only (-7.607e-17 against -7.649e-17 in one language), which ranked them 2 and 3."""
+    from polyrag.arena.bradley_terry import rank_by
+
+    assert rank_by([0.5, -7.607e-17, -7.649e-17, -0.5]).tolist() == [1.0, 2.0, 2.0, 4.0]
+    assert rank_by([1.0, np.nan, 0.0]).isna().tolist() == [False, True, False]
+    games = simulate_games({"a": 1.0, "b": 0.0, "c": -1.0}, 12, np.random.default_rng(4))
+    copy = games[(games["model_a"] == "b") | (games["model_b"] == "b")].replace("b", "b2")
+    copy = copy.assign(model_a=copy[["model_a", "model_b"]].min(axis=1), model_b=copy[["model_a", "model_b"]].max(axis=1),
+                       verdict=np.where(copy["model_a"] <= copy["model_b"], copy["verdict"],
+                                        copy["verdict"].map({"model_a": "model_b", "model_b": "model_a", "tie": "tie"})))
+    ties = pd.DataFrame([{"query_id": f"q{q}", "model_a": "b", "model_b": "b2", "shown_first": first, "verdict": "tie"}
+                         for q in range(12) for first in ("b", "b2")])
+    table = bradley_terry(pd.concat([games, copy, ties], ignore_index=True), ["a", "b", "b2", "c"], 0.01, 20,
+                          np.random.default_rng(5))[0].set_index("model")
+    assert table.loc["b", "rank"] == table.loc["b2", "rank"] == 2 and table.loc["c", "rank"] == 4
+
+
 def test_a_model_that_wins_every_game_gets_the_same_finite_penalised_fit_in_every_tournament():
     games = simulate_games({"a": 50.0, "b": 0.0, "c": -50.0}, 10, np.random.default_rng(2))
     models = ["a", "b", "c"]
@@ -370,6 +389,22 @@ def test_surrogate_is_seeded():
     second = surrogate(*arena[:5], "random_forest", {}, holdout=2, repeats=2, seed=3)
     pd.testing.assert_frame_equal(first[0], second[0])
     assert first[2] == second[2]
+
+
+def test_a_forest_fitted_on_several_threads_predicts_the_bits_of_one_fitted_on_one_thread():
+    """The trees are the same whatever the thread count; only the order of adding their outputs
+    could differ, and prediction adds them in tree order (a threaded predict adds them in the order
+    threads finish, so the surrogate's last bits changed between two runs of one config)."""
+    from polyrag.arena.surrogate import fit_regressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 6)), rng.normal(size=300)
+    params = {"n_estimators": 64}
+    one_thread = fit_regressor("random_forest", params, 5, 1, X, y)
+    four_threads = fit_regressor("random_forest", params, 5, 4, X, y)
+    assert four_threads.get_params()["n_jobs"] == 1
+    expected = one_thread.predict(X).tobytes()
+    assert all(four_threads.predict(X).tobytes() == expected for _ in range(5))
 
 
 def test_tournament_averages_are_the_weighted_means_of_each_models_answers():

@@ -133,13 +133,13 @@ def test_finetune_gain_fails_when_its_interval_reaches_one_half_or_lies_below(tm
     assert not result["passed"]
 
 
-def gold_tables(tmp_path, ranges: dict[str, tuple], stand_in_logits: dict[str, dict[str, float]]) -> dict:
+def label_anchored_tables(tmp_path, ranges: dict[str, tuple], stand_in_logits: dict[str, dict[str, float]]) -> dict:
     """``ranges``: model -> (rank, rank_best, rank_worst), or None where not estimable."""
     detailed = pd.DataFrame([{"model": model, "rank": k + 1, "score": 0.0, **(
-        {"gold_anchored_logit": 0.0, "gold_anchored_ci_low": -1.0, "gold_anchored_ci_high": 1.0,
-         "gold_anchored_rank": r[0], "gold_anchored_rank_best": r[1], "gold_anchored_rank_worst": r[2],
-         "gold_anchored_note": None} if r else
-        {"gold_anchored_note": "preferred in all of its labels"})} for k, (model, r) in enumerate(ranges.items())])
+        {"label_anchored_logit": 0.0, "label_anchored_ci_low": -1.0, "label_anchored_ci_high": 1.0,
+         "label_anchored_rank": r[0], "label_anchored_rank_best": r[1], "label_anchored_rank_worst": r[2],
+         "label_anchored_note": None} if r else
+        {"label_anchored_note": "preferred in all of its labels"})} for k, (model, r) in enumerate(ranges.items())])
     arenas = {}
     for lang, logits in stand_in_logits.items():
         table = pd.DataFrame({"model": list(logits), "logit": list(logits.values()), "ci_low": 0.0, "ci_high": 0.0})
@@ -147,23 +147,23 @@ def gold_tables(tmp_path, ranges: dict[str, tuple], stand_in_logits: dict[str, d
     return {"detailed": write(tmp_path / "leaderboard_detailed.csv", detailed), "stand_in_arena": arenas}
 
 
-def test_gold_agreement_passes_when_every_rank_range_holds_the_stand_ins_rank(tmp_path):
-    # The stand-in ranks a > b > c > d (mean logit over en, hi); d is not estimable from the gold
+def test_label_anchored_agreement_passes_when_every_rank_range_holds_the_stand_ins_rank(tmp_path):
+    # The stand-in ranks a > b > c > d (mean logit over en, hi); d is not estimable from the human
     # labels and is left out, so the others are ranked 1-3 among themselves.
-    files = gold_tables(tmp_path, {"a": (2, 1, 2), "b": (1, 1, 2), "c": (3, 3, 3), "d": None},
-                        {"en": {"a": 1.0, "b": 0.8, "c": -0.5, "d": -1.0}, "hi": {"a": 0.6, "b": 0.7, "c": -0.4, "d": 3.0}})
-    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+    files = label_anchored_tables(tmp_path, {"a": (2, 1, 2), "b": (1, 1, 2), "c": (3, 3, 3), "d": None},
+                                  {"en": {"a": 1.0, "b": 0.8, "c": -0.5, "d": -1.0}, "hi": {"a": 0.6, "b": 0.7, "c": -0.4, "d": 3.0}})
+    [result] = one("label_anchored_agreement", files, True, {"stand_in": "reference"})
     assert result["passed"] and result["observed"] == "3 of 3 models (Kendall tau 0.33)"
 
 
-def test_gold_agreement_fails_when_the_stand_ins_rank_falls_outside_a_range(tmp_path):
-    files = gold_tables(tmp_path, {"a": (1, 1, 1), "b": (2, 2, 3), "c": (3, 2, 3)},
-                        {"en": {"a": 0.0, "b": 1.0, "c": -1.0}})
-    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+def test_label_anchored_agreement_fails_when_the_stand_ins_rank_falls_outside_a_range(tmp_path):
+    files = label_anchored_tables(tmp_path, {"a": (1, 1, 1), "b": (2, 2, 3), "c": (3, 2, 3)},
+                                  {"en": {"a": 0.0, "b": 1.0, "c": -1.0}})
+    [result] = one("label_anchored_agreement", files, True, {"stand_in": "reference"})
     assert not result["passed"]
     assert result["observed"].startswith("1 of 3 models") and "a: range 1-1, reference rank 2" in result["observed"]
-    files = gold_tables(tmp_path, {"a": (1, 1, 1), "b": None}, {"en": {"a": 0.0, "b": 1.0}})
-    [result] = one("gold_agreement", files, True, {"stand_in": "reference"})
+    files = label_anchored_tables(tmp_path, {"a": (1, 1, 1), "b": None}, {"en": {"a": 0.0, "b": 1.0}})
+    [result] = one("label_anchored_agreement", files, True, {"stand_in": "reference"})
     assert not result["passed"] and "nothing to compare" in result["observed"]
 
 

@@ -340,7 +340,7 @@ def test_an_edited_data_file_reruns_the_jobs_that_read_it(demo_config, repo, tmp
     assert f"{tmp_path}/train/zh.jsonl" in finetune
 
 
-KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, position_bias)"
+KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_order, position_bias)"
 
 
 @pytest.mark.parametrize(
@@ -357,9 +357,9 @@ KNOWN = "(allowed: finetune_gain, gold_agreement, mars_coverage, mock_order, pos
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
         (lambda c: c.update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
         (lambda c: c["finetune"].update(control=False), "checks.finetune_gain: needs finetune: with its control"),
-        (lambda c: c["arena"].update(human_labels=None), "checks.gold_agreement: needs arena.human_labels with a stand_in labeller"),
+        (lambda c: c["arena"].update(human_labels=None), "checks.label_anchored_agreement: needs arena.human_labels with a stand_in labeller"),
         (lambda c: c["arena"]["human_labels"].update(labels={"de": "config.yaml"}),
-         "checks.gold_agreement: arena.human_labels.labels gives people's labels for ['de']"),
+         "checks.label_anchored_agreement: arena.human_labels.labels gives people's labels for ['de']"),
     ],
 )
 def test_a_check_whose_ingredients_the_config_lacks_is_one_error_naming_it(demo_config, repo, monkeypatch, edit,
@@ -374,12 +374,12 @@ def test_a_check_whose_ingredients_the_config_lacks_is_one_error_naming_it(demo_
 
 def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
     """Without checks: (the default) or with every check off, a config without mocks, MARS,
-    fine-tuning or gold labels is valid; a check left out gets its off default."""
+    fine-tuning or human labels is valid; a check left out gets its off default."""
     monkeypatch.chdir(repo)
     config = copy.deepcopy(demo_config)
     config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
     config["arena"]["human_labels"] = None
     assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
-                                             "mars_coverage": None, "gold_agreement": False}
+                                             "mars_coverage": None, "label_anchored_agreement": False}
     del config["checks"]
     assert check(copy.deepcopy(config), repo)["checks"] is None

@@ -1,4 +1,4 @@
-"""The gold-label import refuses every malformed file with one message naming the file, the row
+"""The human-label import refuses every malformed file with one message naming the file, the row
 and what is wrong (issue 36, item 12), and the annotation CSV cannot run formulas in a spreadsheet
 yet reads back exactly (item 14)."""
 
@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from polyrag.arena.human_labels import (KEY_COLUMNS, gold_labels, read_filled, read_key, write_key,
+from polyrag.arena.human_labels import (KEY_COLUMNS, labelled_units, read_filled, read_key, write_key,
                                        write_tasks)
 from polyrag.errors import DataError
 
@@ -39,11 +39,11 @@ def choice_result(value, name="preference"):
 
 def test_an_empty_csv_is_refused(tmp_path):
     refused(tmp_path, "filled.csv", "",
-            r"filled.csv: the file is empty; the gold labels need columns unit_id and label")
+            r"filled.csv: the file is empty; the human labels need columns unit_id and label")
 
 
 def test_a_header_without_the_label_column_is_refused_even_without_rows(tmp_path):
-    refused(tmp_path, "filled.csv", "unit_id,verdict\n", r"filled.csv: the gold labels need columns unit_id and label")
+    refused(tmp_path, "filled.csv", "unit_id,verdict\n", r"filled.csv: the human labels need columns unit_id and label")
 
 
 @pytest.mark.parametrize("name", ["filled.csv", "filled.jsonl", "filled.json"])
@@ -192,7 +192,7 @@ def test_the_filled_task_csv_reads_back_and_matches_the_units(tmp_path):
     key = pd.DataFrame({"unit_id": tasks["unit_id"], "lang": "en", "query_id": [f"q{i}" for i in range(len(tasks))],
                         "model_a": "a", "model_b": "b", "model_left": "a", "model_right": "b",
                         "inclusion_probability": 1.0})
-    labels, counts = gold_labels(read, key, "filled.csv")
+    labels, counts = labelled_units(read, key, "filled.csv")
     assert counts["labelled"] == 7 and counts["missing"] == 1 and counts["cant_judge"] == 1
     # the text columns of the CSV as polyrag wrote it read back exactly
     from polyrag.spreadsheet import from_spreadsheet

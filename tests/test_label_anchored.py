@@ -1,4 +1,4 @@
-"""The gold-anchored arena: the PPI++ Bradley-Terry estimator against ppi_py and against a plain
+"""The label-anchored arena: the PPI++ Bradley-Terry estimator against ppi_py and against a plain
 BT fit, its coverage on simulated arenas, units from games, and the annotation round trip."""
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from scipy.stats import norm
 
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.active import active_fit, active_inclusion_probabilities
-from polyrag.arena.label_anchored import effective_labels, gold_anchored, gold_anchored_table, rank_sets
-from polyrag.arena.label_agreement import agreement_over_languages, judge_gold_agreement
+from polyrag.arena.label_anchored import effective_labels, label_anchored_fits, label_anchored_table, rank_sets
+from polyrag.arena.label_agreement import agreement_over_languages, judge_label_agreement
 from polyrag.arena.ppi_fit import anchored_fit, design
-from polyrag.arena.human_labels import (gold_labels, read_filled, sample_units, stand_in_labels, task_rows,
+from polyrag.arena.human_labels import (labelled_units, read_filled, sample_units, stand_in_labels, task_rows,
                                        write_tasks)
 from polyrag.arena.units import judge_units
 from polyrag.errors import DataError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import bench_gold_anchored  # noqa: E402
+import bench_label_anchored  # noqa: E402
 
 MODELS = 5
 
@@ -59,18 +59,18 @@ def test_tie_free_intervals_equal_ppi_py(lam):
         assert lam_used == lam
 
 
-def test_lambda_zero_is_the_bradley_terry_fit_of_the_gold_labels_alone():
-    """With ties (soft labels, which ppi_py refuses), the gold-only logits equal polyrag's own BT
+def test_lambda_zero_is_the_bradley_terry_fit_of_the_human_labels_alone():
+    """With ties (soft labels, which ppi_py refuses), the labels-only logits equal polyrag's own BT
     fit (choix's objective with a vanishing penalty, which only centres the logits) on a win matrix
     of the labelled units, ties half a win."""
     pairs, y, yhat = simulated(1, ties=True)
     labelled = np.zeros(len(pairs), bool)
     labelled[:400] = True
-    fits = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS)
+    fits = label_anchored_fits(pairs, yhat, labelled, y[labelled], MODELS)
     wins = np.zeros((MODELS, MODELS))
     np.add.at(wins, (pairs[labelled, 0], pairs[labelled, 1]), y[labelled])
     np.add.at(wins, (pairs[labelled, 1], pairs[labelled, 0]), 1 - y[labelled])
-    assert fits["gold_only"].logit == pytest.approx(fit_logits(wins, regularization=1e-10), abs=1e-6)
+    assert fits["labels_only"].logit == pytest.approx(fit_logits(wins, regularization=1e-10), abs=1e-6)
     # And the judge-only logits are the same fit of every unit's judge value.
     judged = np.zeros((MODELS, MODELS))
     np.add.at(judged, (pairs[:, 0], pairs[:, 1]), yhat)
@@ -82,8 +82,8 @@ def test_centred_logits_do_not_depend_on_the_anchor():
     pairs, y, yhat = simulated(2, ties=True)
     labelled = np.arange(len(pairs)) < 250
     clusters = np.arange(len(pairs)) // 7
-    first = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=0)["gold_anchored"]
-    other = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=3)["gold_anchored"]
+    first = label_anchored_fits(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=0)["label_anchored"]
+    other = label_anchored_fits(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters, anchor=3)["label_anchored"]
     assert first.logit.sum() == pytest.approx(0, abs=1e-9)
     assert other.logit == pytest.approx(first.logit, abs=1e-6)
     assert other.covariance == pytest.approx(first.covariance, abs=1e-6)
@@ -100,14 +100,14 @@ def test_rank_sets_order_only_what_the_ellipsoid_separates():
 
 def test_active_estimator_with_equal_probabilities_is_the_uniform_one():
     """With every unit labelled with the same probability the inverse-probability weights are a
-    constant: lam 0 gives the gold-only fit, lam 1 PPI with every unit in the judge's term."""
+    constant: lam 0 gives the labels-only fit, lam 1 PPI with every unit in the judge's term."""
     pairs, y, yhat = simulated(3, ties=True)
     x = design(pairs, MODELS)
     labelled = np.random.default_rng(0).random(len(pairs)) < 0.1
     probability = np.full(len(pairs), labelled.mean())
-    gold_only, *_ = anchored_fit(x[labelled], y[labelled], yhat[labelled], x[~labelled], yhat[~labelled], 0.0)
+    labels_only, *_ = anchored_fit(x[labelled], y[labelled], yhat[labelled], x[~labelled], yhat[~labelled], 0.0)
     active_zero, *_ = active_fit(x, y, yhat, labelled, probability, 0.0)
-    assert active_zero == pytest.approx(gold_only, abs=1e-6)
+    assert active_zero == pytest.approx(labels_only, abs=1e-6)
     plain_ppi, *_ = anchored_fit(x[labelled], y[labelled], yhat[labelled], x, yhat, 1.0)
     active_one, *_ = active_fit(x, y, yhat, labelled, probability, 1.0)
     assert active_one == pytest.approx(plain_ppi, abs=1e-6)
@@ -124,31 +124,31 @@ def test_active_probabilities_favour_uncertain_units_and_keep_a_floor():
 
 @pytest.fixture(scope="module")
 def coverage():
-    """200 seeds of benchmarks/bench_gold_anchored.py at 100 gold labels."""
-    saved = bench_gold_anchored.BUDGETS
-    bench_gold_anchored.BUDGETS = (100,)
+    """200 seeds of benchmarks/bench_label_anchored.py at 100 human labels."""
+    saved = bench_label_anchored.BUDGETS
+    bench_label_anchored.BUDGETS = (100,)
     try:
-        raw = bench_gold_anchored.run(200, workers=2, settings=(("spread", "biased"), ("spread", "useless")))
+        raw = bench_label_anchored.run(200, workers=2, settings=(("spread", "biased"), ("spread", "useless")))
     finally:
-        bench_gold_anchored.BUDGETS = saved
-    return bench_gold_anchored.summary(raw).set_index(["judge", "method"])
+        bench_label_anchored.BUDGETS = saved
+    return bench_label_anchored.summary(raw).set_index(["judge", "method"])
 
 
 @pytest.mark.slow
-def test_coverage_of_the_gold_anchored_intervals(coverage):
+def test_coverage_of_the_label_anchored_intervals(coverage):
     """Binomial bands for 200 arenas: a joint coverage of 0.95 falls in 0.95 +- 3 sd (0.046);
     the marginal one pools 8 models per arena, correlated, so the same band."""
     biased = coverage.loc["biased"]
-    for method in ("gold-only BT", "PPI++", "active PPI++"):
+    for method in ("labels-only BT", "PPI++", "active PPI++"):
         assert 0.904 <= biased.loc[method, "coverage"] <= 0.996, method
         assert 0.904 <= biased.loc[method, "joint_rank_coverage"] <= 1.0, method
     assert biased.loc["judge-only BT", "coverage"] < 0.5  # the judge's bias is not in its interval
-    assert biased.loc["PPI++", "width"] < biased.loc["gold-only BT", "width"]
+    assert biased.loc["PPI++", "width"] < biased.loc["labels-only BT", "width"]
     assert biased.loc["PPI++", "n_eff_over_n"] > 1.2
     useless = coverage.loc["useless"]
     assert useless.loc["PPI++", "lam"] < 0.15  # a judge that always says "first" is ignored
     assert 0.85 <= useless.loc["PPI++", "n_eff_over_n"] <= 1.1
-    assert useless.loc["PPI++", "width"] <= useless.loc["gold-only BT", "width"] * 1.03
+    assert useless.loc["PPI++", "width"] <= useless.loc["labels-only BT", "width"] * 1.03
     assert 0.904 <= useless.loc["PPI++", "coverage"] <= 0.996
 
 
@@ -214,13 +214,13 @@ def test_annotation_round_trip(arena_files, tmp_path, caplog):
     filled.loc[0, "label"], filled.loc[1, "label"], filled.loc[2, "label"] = "Can't judge", "", "tie"
     filled.to_csv(tmp_path / "filled.csv", index=False)
     with caplog.at_level(logging.WARNING):
-        labels, counts = gold_labels(read_filled(str(tmp_path / "filled.csv")), key, "filled.csv")
+        labels, counts = labelled_units(read_filled(str(tmp_path / "filled.csv")), key, "filled.csv")
     assert counts == {"sampled": 12, "labelled": 10, "ties": 1, "cant_judge": 1, "missing": 1}
     assert "1 were judged can't judge and 1 have no label" in caplog.text
     length = {m: answers[m].set_index("query_id")["answer"].fillna("(no answer)").str.len() for m in models}
-    for row in labels.iloc[1:].itertuples():  # gold is model_a's score whatever side it was shown on
+    for row in labels.iloc[1:].itertuples():  # label_value is model_a's score whatever side it was shown on
         a_longer = length[row.model_a][row.query_id] > length[row.model_b][row.query_id]
-        assert row.gold == (1.0 if a_longer else 0.0)
+        assert row.label_value == (1.0 if a_longer else 0.0)
     # The same labels as JSONL and as a Label Studio export read the same.
     records = filled.to_dict("records")
     (tmp_path / "filled.jsonl").write_text("\n".join(json.dumps({"unit_id": r["unit_id"], "label": r["label"]})
@@ -232,7 +232,7 @@ def test_annotation_round_trip(arena_files, tmp_path, caplog):
                if r["label"] else []} for r in records]
     (tmp_path / "export.json").write_text(json.dumps(studio))
     for name in ("filled.jsonl", "export.json"):
-        again, again_counts = gold_labels(read_filled(str(tmp_path / name)), key, name)
+        again, again_counts = labelled_units(read_filled(str(tmp_path / name)), key, name)
         assert again.equals(labels) and again_counts == counts, name
 
 
@@ -244,15 +244,15 @@ def test_bad_label_files_are_refused_naming_the_row(arena_files, tmp_path):
     def refused(text, match, name="filled.csv"):
         (tmp_path / name).write_text(text)
         with pytest.raises(DataError, match=match):
-            gold_labels(read_filled(str(tmp_path / name)), key, name)
+            labelled_units(read_filled(str(tmp_path / name)), key, name)
 
     refused(f"unit_id,label\n{ids[0]},left\nu000000000000,right\n",
             r"filled.csv: row 3: unit_id 'u000000000000' is not in")
     refused(f"unit_id,label\n{ids[0]},left\n{ids[0]},right\n", r"row 3: unit_id '.*' is labelled twice")
     refused(f"unit_id,label\n{ids[0]},better\n", r"filled.csv: row 2: label 'better' is not one of")
-    refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the gold labels need columns unit_id and label")
+    refused(f"unit_id,verdict\n{ids[0]},left\n", r"filled.csv: the human labels need columns unit_id and label")
     refused('{"unit_id": "x"\n', r"filled.jsonl: line 1: not JSON", name="filled.jsonl")
-    refused("unit_id\tlabel\n", r"filled.tsv: gold labels must be .csv, .jsonl", name="filled.tsv")
+    refused("unit_id\tlabel\n", r"filled.tsv: human labels must be .csv, .jsonl", name="filled.tsv")
     with pytest.raises(DataError, match=r"arena.human_labels.sample: 99 units asked in 'en', which has 18"):
         sample_units(judge_units(games, "en"), "en", seed=7, count=99)
 
@@ -272,9 +272,9 @@ def test_stand_in_labeller_reads_the_games_in_the_task_order(arena_files):
             assert row.label == ("left" if row.model_left == winner else "right")
 
 
-def test_gold_anchored_table_and_agreement(arena_files):
-    """End to end on a small arena whose gold labels are the judge's own verdicts in the order shown
-    (the stand-in labeller): it agrees with gold far above chance."""
+def test_label_anchored_table_and_agreement(arena_files):
+    """End to end on a small arena whose human labels are the judge's own verdicts in the order shown
+    (the stand-in labeller): it agrees with them far above chance."""
     models, questions, answers, games = arena_files
     rng = np.random.default_rng(0)
     many = pd.concat([games.assign(query_id=games["query_id"] + f"-{k}") for k in range(20)], ignore_index=True)
@@ -283,20 +283,20 @@ def test_gold_anchored_table_and_agreement(arena_files):
     units = judge_units(many, "en")
     key = sample_units(units, "en", seed=1, count=60)
     filled = stand_in_labels(key, many)
-    labels, counts = gold_labels(filled.assign(where="x"), key, "stand-in")
-    table = gold_anchored_table(units, labels, models, counts)
+    labels, counts = labelled_units(filled.assign(where="x"), key, "stand-in")
+    table = label_anchored_table(units, labels, models, counts)
     assert table["logit"].sum() == pytest.approx(0, abs=1e-9)
-    assert table.loc[0, "model"] == "m3" and (table["n_gold"] == counts["labelled"]).all()
+    assert table.loc[0, "model"] == "m3" and (table["n_labels"] == counts["labelled"]).all()
     assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()
     assert (table["n_units"] == len(units)).all() and table["lambda"].between(0, 1).all()
     length = {(m, q): len(text) for m, frame in answers.items()
               for q, text in zip(frame["query_id"], frame["answer"].fillna(""))}
     length = {(m, f"{q}-{k}"): v for (m, q), v in length.items() for k in range(20)}
-    agreement = judge_gold_agreement(units, labels, many, length).set_index("metric")["value"]
+    agreement = judge_label_agreement(units, labels, many, length).set_index("metric")["value"]
     assert agreement["agreement"] > agreement["chance_agreement"]
     confusion = agreement[agreement.index.str.startswith("judge_")]
     assert len(confusion) == 9 and confusion.sum() == len(labels)
-    diagonal = sum(agreement[f"judge_{k}_gold_{k}"] for k in ("model_a", "tie", "model_b"))
+    diagonal = sum(agreement[f"judge_{k}_label_{k}"] for k in ("model_a", "tie", "model_b"))
     assert diagonal / len(labels) == pytest.approx(agreement["agreement"])
     # Two languages with the same question ids pool without mixing their questions up: the shares
     # stay those of one language, the counts double.
@@ -310,9 +310,9 @@ def test_gold_anchored_table_and_agreement(arena_files):
     shares = ["agreement", "chance_agreement", "kappa"]
     assert pooled.loc[shares, "value"].tolist() == pytest.approx(single.loc[shares, "value"].tolist())
     assert (pooled["n"] == 2 * single["n"]).all() and pooled.loc["agreement", "n"] == 2 * len(labels)
-    with pytest.raises(DataError, match="gold labels for units the judge did not judge"):
-        gold_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
-                            models, counts)
+    with pytest.raises(DataError, match="human labels for units the judge did not judge"):
+        label_anchored_table(units.iloc[5:], labels.assign(unit_id=units["unit_id"].iloc[:len(labels)].values),
+                             models, counts)
 
 
 def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(arena_files):
@@ -328,8 +328,8 @@ def test_active_design_samples_where_the_judge_is_unsure_and_weights_the_fit(are
     assert unsure > 1.5 * (units["judge_value"] == 0.5).mean()  # the orders disagree more often among the sampled
     assert abs(len(key) - 200) < 4 * np.sqrt(200)  # Bernoulli draws: 200 expected
     assert key["inclusion_probability"].between(0.5 * 200 / len(units) - 1e-12, 1).all()
-    labels, counts = gold_labels(stand_in_labels(key, many).assign(where="x"), key, "stand-in")
-    table = gold_anchored_table(units, labels, models, counts, active=True)
+    labels, counts = labelled_units(stand_in_labels(key, many).assign(where="x"), key, "stand-in")
+    table = label_anchored_table(units, labels, models, counts, active=True)
     assert (table["design"] == "active").all() and table.loc[0, "model"] == "m3"
     assert (table["ci_low"] < table["logit"]).all() and (table["logit"] < table["ci_high"]).all()
 
@@ -338,16 +338,16 @@ def test_effective_labels_equal_the_labels_when_the_judge_gets_no_weight():
     pairs, y, yhat = simulated(4, ties=True)
     labelled = np.arange(len(pairs)) < 200
     clusters = np.arange(len(pairs)) // 5
-    fits = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, lam=0.0, clusters=clusters)
-    assert effective_labels(fits["gold_anchored"], fits["gold_only_at_anchored"], 200) == pytest.approx(200)
-    tuned = gold_anchored(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters)
-    assert (effective_labels(tuned["gold_anchored"], tuned["gold_only_at_anchored"], 200) > 200).all()
+    fits = label_anchored_fits(pairs, yhat, labelled, y[labelled], MODELS, lam=0.0, clusters=clusters)
+    assert effective_labels(fits["label_anchored"], fits["labels_only_at_anchored"], 200) == pytest.approx(200)
+    tuned = label_anchored_fits(pairs, yhat, labelled, y[labelled], MODELS, clusters=clusters)
+    assert (effective_labels(tuned["label_anchored"], tuned["labels_only_at_anchored"], 200) > 200).all()
 
 
 def separated_arena(seed: int = 1, questions: int = 12, n_labels: int = 30):
     """Five models on every pair of 12 questions (120 units), 30 of them labelled, as a language of
-    the demo; m0 is preferred in every gold label that compares it (the labels separate it). On
-    those labelled units the judge agrees with gold; elsewhere it is a noisy BT judge."""
+    the demo; m0 is preferred in every human label that compares it (the labels separate it). On
+    those labelled units the judge agrees with the labels; elsewhere it is a noisy BT judge."""
     rng = np.random.default_rng(seed)
     models = [f"m{k}" for k in range(5)]
     strength = dict(zip(models, [1.0, 0.5, 0.0, -0.5, -1.0]))
@@ -358,28 +358,29 @@ def separated_arena(seed: int = 1, questions: int = 12, n_labels: int = 30):
     p_a = 1 / (1 + np.exp(units["model_b"].map(strength) - units["model_a"].map(strength)))
     units["judge_value"] = ((rng.random((len(units), 2)) < p_a.to_numpy()[:, None]).mean(axis=1))
     labelled = rng.choice(len(units), n_labels, replace=False)
-    gold = np.where(rng.random(n_labels) < 0.1, 0.5, (rng.random(n_labels) < p_a.to_numpy()[labelled]).astype(float))
+    label_value = np.where(rng.random(n_labels) < 0.1, 0.5,
+                           (rng.random(n_labels) < p_a.to_numpy()[labelled]).astype(float))
     m0 = (units["model_a"].to_numpy()[labelled] == "m0")  # m0 sorts first: it is model_a of all its units
-    gold[m0] = 1.0
+    label_value[m0] = 1.0
     units.loc[units.index[labelled[m0]], "judge_value"] = 1.0
-    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[labelled], "gold": gold})
+    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[labelled], "label_value": label_value})
     return models, units, labels, {"cant_judge": 0, "missing": 0}
 
 
 def test_a_separated_fit_prints_no_logit_or_rank_and_says_why(tmp_path):
-    """Gold only (lambda 0) with m0 preferred in all its labels: no finite fit. Every logit,
+    """Labels only (lambda 0) with m0 preferred in all its labels: no finite fit. Every logit,
     interval and rank is empty and the note names m0; before, the table printed logits such as
     11.6, intervals (-inf, inf) and rank ranges 1-5 as if they meant something."""
     models, units, labels, counts = separated_arena()
-    table = gold_anchored_table(units, labels, models, counts, lam=0.0).set_index("model")
+    table = label_anchored_table(units, labels, models, counts, lam=0.0).set_index("model")
     assert not table["estimable"].any() and not table["converged"].any()
     assert table[["logit", "ci_low", "ci_high", "n_eff"]].isna().all().all()
     assert table[["rank", "rank_best", "rank_worst"]].isna().all().all()
-    k = int(table.loc["m0", "model_gold"])
+    k = int(table.loc["m0", "model_labels"])
     assert table["note"].str.startswith(f"not estimable: the fit has no finite maximum (labels that separate m0 "
-                                        f"(preferred in all {k} of its gold labels) from the rest)").all()
-    assert table["note"].str.contains("fewer than 100 gold labels").all()
-    path = tmp_path / "gold_anchored.csv"
+                                        f"(preferred in all {k} of its human labels) from the rest)").all()
+    assert table["note"].str.contains("fewer than 100 human labels").all()
+    path = tmp_path / "label_anchored.csv"
     table.reset_index().assign(scope="ar").to_csv(path, index=False)
     check_consumers(path, models, tmp_path, expect_rows=0)
 
@@ -389,7 +390,7 @@ def test_a_model_preferred_in_all_its_labels_is_left_out_and_the_rest_are_centre
     (its labels cannot measure the judge's bias on it): m0 is not estimable, the four others are
     reported, centred over themselves, ranked 1-4, with intervals and rank-sets of that fit."""
     models, units, labels, counts = separated_arena()
-    table = gold_anchored_table(units, labels, models, counts, lam=1.0).set_index("model").loc[models]
+    table = label_anchored_table(units, labels, models, counts, lam=1.0).set_index("model").loc[models]
     assert table["converged"].all() and table["estimable"].tolist() == [False, True, True, True, True]
     assert pd.isna(table.loc["m0", "logit"]) and pd.isna(table.loc["m0", "rank"])
     assert table.loc["m0", "note"].startswith("not estimable: preferred in all")
@@ -399,10 +400,10 @@ def test_a_model_preferred_in_all_its_labels_is_left_out_and_the_rest_are_centre
     assert (others["ci_low"] < others["logit"]).all() and (others["logit"] < others["ci_high"]).all()
     assert others["note"].str.startswith("centred over the 4 estimable models (not estimable: m0 (preferred").all()
     # the same logits as the full fit's, recentred over the four
-    fits = gold_anchored(*table_inputs(units, labels, models), len(models), lam=1.0)
-    full = fits["gold_anchored"].logit[1:]
+    fits = label_anchored_fits(*table_inputs(units, labels, models), len(models), lam=1.0)
+    full = fits["label_anchored"].logit[1:]
     assert others.loc[models[1:], "logit"].to_numpy() == pytest.approx(full - full.mean(), abs=1e-9)
-    path = tmp_path / "gold_anchored.csv"
+    path = tmp_path / "label_anchored.csv"
     table.reset_index().assign(scope="ar").to_csv(path, index=False)
     check_consumers(path, models, tmp_path, expect_rows=4)
 
@@ -410,24 +411,24 @@ def test_a_model_preferred_in_all_its_labels_is_left_out_and_the_rest_are_centre
 def table_inputs(units, labels, models):
     index = {m: i for i, m in enumerate(models)}
     pairs = np.column_stack([units["model_a"].map(index), units["model_b"].map(index)])
-    gold = units[["unit_id"]].merge(labels, on="unit_id", how="left")["gold"]
-    labelled = gold.notna().to_numpy()
-    return pairs, units["judge_value"].to_numpy(float), labelled, gold[labelled].to_numpy(float)
+    label_value = units[["unit_id"]].merge(labels, on="unit_id", how="left")["label_value"]
+    labelled = label_value.notna().to_numpy()
+    return pairs, units["judge_value"].to_numpy(float), labelled, label_value[labelled].to_numpy(float)
 
 
 def check_consumers(path, models, tmp_path, expect_rows: int):
     """The leaderboard and the summary `make demo` prints read a table with empty logits and ranks."""
-    from polyrag.arena.leaderboard import short_leaderboard, with_gold_anchored
+    from polyrag.arena.leaderboard import short_leaderboard, with_label_anchored
     from polyrag.show import summary
-    gold = pd.read_csv(path)
+    anchored = pd.read_csv(path)
     arena = pd.DataFrame({"model": models, "rank": range(1, 6), "score": np.linspace(1, -1, 5), "ci_low": -2.0,
                           "ci_high": 2.0, "rank_best": 1, "rank_worst": 5, "judged": True})
-    detailed = with_gold_anchored(arena, gold, "cite-check")
-    assert detailed["gold_anchored_rank"].dtype == "Int64" and detailed["gold_anchored_note"].notna().all()
+    detailed = with_label_anchored(arena, anchored, "cite-check")
+    assert detailed["label_anchored_rank"].dtype == "Int64" and detailed["label_anchored_note"].notna().all()
     short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
     detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
-    part = text.split("Gold-anchored ranking (cite-check + 30 gold labels (ar)")[1]
+    part = text.split("Label-anchored ranking (cite-check + 30 human labels (ar)")[1]
     assert "m0: not estimable" in part
     if expect_rows == 0:
         assert "(no model's logit is estimable from these labels)" in part

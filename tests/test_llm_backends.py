@@ -16,6 +16,7 @@ from polyrag.judge.kinds import KINDS
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.llm.base import Backend
 from polyrag.llm.factory import make_backend
+from polyrag.systems.answer_files import system_answers
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +56,19 @@ def test_the_judge_kinds_come_from_the_table():
 def test_every_entry_names_its_class_and_the_parameters_it_is_given():
     for name in LLM_BACKENDS:
         spec = LLM_BACKENDS[name]
+        if not spec.language_model:  # a system read from files: the entry names its reader, nothing to open
+            assert spec.load() is system_answers and not spec.judges and not spec.adapters and spec.context == {}
+            assert spec.resources["gpu"] == 0 and spec.resources["threads"] == 1
+            with pytest.raises(ConfigError, match=f"backend {name}\\): its answers are read from files"):
+                make_backend("m", {"backend": name, "answers": "m/{lang}.jsonl"}, cache_dir="unused", seed=0)
+            continue
         cls = spec.load()
         assert issubclass(cls, Backend) and cls.name == name
         assert set(spec.context.values()) <= set(inspect.signature(cls).parameters)
 
 
 def test_an_unknown_backend_fails_listing_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown LLM backend 'claude' \(known: openai, vllm, transformers, llama_cpp, mock\)"):
+    with pytest.raises(ConfigError, match=r"unknown LLM backend 'claude' \(known: openai, vllm, transformers, llama_cpp, mock, file\)"):
         make_backend("m", {"backend": "claude"}, cache_dir="unused", seed=0)
     with pytest.raises(ConfigError, match="openai serves no LoRA adapter"):
         student_entry({"model": "m", "serve": "openai"}, None)

@@ -19,19 +19,19 @@ def test_summary_lists_the_top_rows_in_rank_order_and_the_report(tmp_path):
     assert "(2 more rows in" in text and text.endswith(f"open {tmp_path / 'report.html'} in a browser")
 
 
-def test_summary_adds_the_gold_anchored_ranking_where_gold_labels_exist(tmp_path):
-    from polyrag.arena.leaderboard import short_leaderboard, with_gold_anchored
+def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_path):
+    from polyrag.arena.leaderboard import short_leaderboard, with_label_anchored
     table = pd.DataFrame({"model": ["a", "b", "c"], "rank": [1, 2, 3], "score": [1.0, 0.0, -1.0], "ci_low": -2.0,
                           "ci_high": 2.0, "rank_best": 1, "rank_worst": 3, "judged": True})
-    gold = pd.DataFrame({"model": ["b", "a"], "scope": "all", "logit": [0.4, -0.4], "ci_low": [0.1, -0.7],
-                         "ci_high": [0.7, -0.1], "rank": [1, 2], "rank_best": [1, 2], "rank_worst": [1, 2],
-                         "n_gold": 120})
-    detailed = with_gold_anchored(table, gold, "cite-check")
-    assert detailed["gold_anchored_by"].iloc[0] == "cite-check + 120 gold labels (all labelled languages)"
-    assert detailed["gold_anchored_rank"].tolist()[:2] == [2, 1] and pd.isna(detailed["gold_anchored_rank"].iloc[2])
+    anchored = pd.DataFrame({"model": ["b", "a"], "scope": "all", "logit": [0.4, -0.4], "ci_low": [0.1, -0.7],
+                             "ci_high": [0.7, -0.1], "rank": [1, 2], "rank_best": [1, 2], "rank_worst": [1, 2],
+                             "n_labels": 120})
+    detailed = with_label_anchored(table, anchored, "cite-check")
+    assert detailed["label_anchored_by"].iloc[0] == "cite-check + 120 human labels (all labelled languages)"
+    assert detailed["label_anchored_rank"].tolist()[:2] == [2, 1] and pd.isna(detailed["label_anchored_rank"].iloc[2])
     assert set(short_leaderboard(detailed).columns) == set(table.columns)  # the short table stays the judge's
     short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
     detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
-    gold_part = text.split("Gold-anchored ranking (cite-check + 120 gold labels")[1].splitlines()
-    assert [line.split()[1] for line in gold_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(gold_part[2:5])
+    anchored_part = text.split("Label-anchored ranking (cite-check + 120 human labels")[1].splitlines()
+    assert [line.split()[1] for line in anchored_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(anchored_part[2:5])

@@ -81,7 +81,7 @@ def tiny_mars(embedded_data):
             "meta_eval": {"pairs": ["en-en", "de-de"], "items": 40}}
 
 
-#: The known truths of the tiny run (no fine-tuning, no gold labels there): its two mocks in order, the
+#: The known truths of the tiny run (no fine-tuning, no human labels there): its two mocks in order, the
 #: MARS meta-evaluation's intervals, the Gemma judge's position bias.
 TINY_CHECKS = {"mock_order": True, "mars_coverage": 0.85, "position_bias": ["gemma-judge"]}
 

@@ -1,4 +1,4 @@
-"""Active labelling for the gold-anchored arena (Zrnic and Candes, "Active Statistical Inference",
+"""Active labelling for the label-anchored arena (Zrnic and Candes, "Active Statistical Inference",
 arXiv 2403.03208): which units to label with what probability, and the inverse-probability
 weighted PPI++ fit of ``polyrag.arena.ppi_fit`` on the units so drawn."""
 
@@ -25,8 +25,8 @@ def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndar
                lam: float | None, clusters: np.ndarray | None = None,
                reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """The active-inference M-estimator: every unit's loss on the judge value, plus on the units
-    labelled with probability ``probability`` (independent draws) the gold-minus-judge correction
-    weighted by 1 / probability, so the loss is unbiased for the gold one whatever the design:
+    labelled with probability ``probability`` (independent draws) the label-minus-judge correction
+    weighted by 1 / probability, so the loss is unbiased for the loss on every unit's human label whatever the design:
     ``1/N sum_u [lam l(yhat_u) + xi_u / pi_u (l(y_u) - lam l(yhat_u))]``. ``y`` is read only where
     ``labelled``. ``lam=None`` tunes it (trace of the covariance of ``reported @ theta``).
     Returns anchored parameters, covariance, lam and convergence as :func:`anchored_fit`."""

@@ -19,8 +19,9 @@ Rounds:
   The weights ``r`` are the criterion: ``ranking`` (default) weighs each pair by the probability
   that its current order is wrong, ``Phi(-|d_kl| / sd_kl)``, so that settled pairs stop drawing
   calls, plus a ``floor`` (0.1) that every pair keeps: without it, pairs whose estimated gap came
-  out too wide are left alone, the logits are pushed apart and the bootstrap intervals under-cover
-  (0.85-0.88 for 95%, benchmark); with it coverage is that of random selection and most of the
+  out too wide are left alone, the logits are pushed apart and the intervals under-cover
+  (0.90-0.92 for 95% at a quarter of the units, docs/adaptive_arena.md); with it coverage is that
+  of random selection and most of the
   gain in Kendall tau stays. ``information`` weighs all pairs alike (``floor`` 1: the A-optimal
   design, p(1-p) and variance alone);
   ``random`` picks unjudged units uniformly (the baseline). After each pick the covariance is

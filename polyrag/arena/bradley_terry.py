@@ -45,6 +45,13 @@ from polyrag.errors import DataError
 MIN_BOOTSTRAP_QUESTIONS = 10
 
 
+def rank_by(score) -> pd.Series:
+    """Ranks, highest score first, ties sharing the best rank (float; NaN for a missing score).
+    Scores are rounded to 1e-9 first: two models with the same games get logits that differ only
+    by solver noise (-7.607e-17 against -7.649e-17), which must not order them."""
+    return pd.Series(-np.round(np.asarray(score, dtype=float), 9)).rank(method="min")
+
+
 def fit_logits(wins: np.ndarray, regularization: float) -> np.ndarray:
     """Centred, L2-penalised BT logits from a win matrix (``wins[i, j]``: wins of i over j,
     fractional for ties)."""
@@ -178,7 +185,7 @@ def bradley_terry(games: pd.DataFrame, models: list[str], regularization: float,
     played = model_question_counts(games, models)
     low, high, best, worst = intervals_and_ranks(logit, samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
-                          "rank": pd.Series(-logit).rank(method="min").astype(int).to_numpy(),
+                          "rank": rank_by(logit).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "n_questions": len(questions),
                           "model_questions": played})
     table = table.merge(counts, on="model").sort_values(["rank", "model"], ignore_index=True)

@@ -1,4 +1,4 @@
-"""Gold labels for the gold-anchored arena: a seeded sample of units, the annotation files, and
+"""Human labels for the label-anchored arena: a seeded sample of units, the annotation files, and
 the import of what annotators filled in.
 
 The round trip, per language:
@@ -9,7 +9,7 @@ The round trip, per language:
    answer_left, answer_right, label``) and ``label_studio.json`` + ``label_studio.xml`` (choices
    Left better / Right better / Tie / Can't judge). No model name is in a task.
 3. ``read_filled`` reads a filled file in any of those forms (a Label Studio JSON export too);
-   ``gold_labels`` joins it to the key: gold value 1 / 0.5 / 0 for the unit's model_a.
+   ``labelled_units`` joins it to the key: ``label_value`` 1 / 0.5 / 0 for the unit's model_a.
    "Can't judge" and unlabelled units are counted and reported, never dropped silently; an unknown
    ``unit_id``, a repeated one or an unknown label is refused, naming the file and row.
 """
@@ -69,6 +69,7 @@ def sample_units(units: pd.DataFrame, lang: str, seed: int, count: int | None = 
     size = count if count is not None else floor_count(share * len(population))
     if size > len(population):
         raise DataError(f"arena.human_labels.sample: {size} units asked in {lang!r}, which has {len(population)}")
+    # The stream's name is part of the seed: renaming it would draw other units for the same seed.
     rng = rng_for(seed, "gold-sample", lang)
     if design == "active":
         probability = active_inclusion_probabilities(population["judge_value"].to_numpy(float), size, floor)
@@ -290,9 +291,9 @@ def _csv_records(path: str) -> list[dict]:
     try:
         frame = pd.read_csv(io.StringIO(_text(path)), dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the file is empty; the gold labels need columns unit_id and label") from None
+        raise DataError(f"{path}: the file is empty; the human labels need columns unit_id and label") from None
     if not {"unit_id", "label"} <= set(frame.columns):
-        raise DataError(f"{path}: the gold labels need columns unit_id and label (found {list(frame.columns)})")
+        raise DataError(f"{path}: the human labels need columns unit_id and label (found {list(frame.columns)})")
     # tasks.csv as polyrag wrote it: cells a spreadsheet would run as formulas carry a quote
     frame = from_spreadsheet(frame)
     return [{**row, "where": f"{path}: row {i + 2}"} for i, row in enumerate(frame.to_dict("records"))]
@@ -310,9 +311,9 @@ def read_filled(path: str) -> pd.DataFrame:
         elif suffix == ".json":
             records = label_studio_rows(json.loads(_text(path)), path)
         else:
-            raise DataError(f"{path}: gold labels must be .csv, .jsonl or a Label Studio export (.json)")
+            raise DataError(f"{path}: human labels must be .csv, .jsonl or a Label Studio export (.json)")
     except (OSError, json.JSONDecodeError, pd.errors.ParserError) as error:
-        raise DataError(f"{path}: cannot read the gold labels ({error})") from None
+        raise DataError(f"{path}: cannot read the human labels ({error})") from None
     rows = []
     for r in records:
         unit = r["unit_id"]
@@ -322,8 +323,9 @@ def read_filled(path: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["unit_id", "label", "where"])
 
 
-def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.DataFrame, dict]:
-    """The labelled units (``unit_id, lang, query_id, model_a, model_b, gold``) and the counts
+def labelled_units(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.DataFrame, dict]:
+    """The labelled units (``unit_id, lang, query_id, model_a, model_b, label_value``: 1 / 0.5 / 0 for
+    model_a) and the counts
     (``sampled, labelled, ties, cant_judge, missing``), with a warning for every unit not labelled."""
     known = set(key["unit_id"])
     unknown = filled[~filled["unit_id"].isin(known)]
@@ -337,23 +339,23 @@ def gold_labels(filled: pd.DataFrame, key: pd.DataFrame, path: str) -> tuple[pd.
     merged = key.merge(filled[["unit_id", "label"]], on="unit_id", how="left")
     left_is_a = merged["model_left"] == merged["model_a"]
     left_value = merged["label"].map({"left": 1.0, "right": 0.0, "tie": 0.5})
-    merged["gold"] = left_value.where(left_is_a, 1.0 - left_value)
-    counts = {"sampled": len(key), "labelled": int(merged["gold"].notna().sum()),
+    merged["label_value"] = left_value.where(left_is_a, 1.0 - left_value)
+    counts = {"sampled": len(key), "labelled": int(merged["label_value"].notna().sum()),
               "ties": int((merged["label"] == "tie").sum()), "cant_judge": int((merged["label"] == "cant_judge").sum()),
               "missing": int(merged["label"].isna().sum())}
     if counts["cant_judge"] or counts["missing"]:
-        log.warning("%s: of %d sampled units, %d were judged can't judge and %d have no label: the gold-anchored "
+        log.warning("%s: of %d sampled units, %d were judged can't judge and %d have no label: the label-anchored "
                     "fit uses the %d labelled ones, a random sample only if those are missing at random",
                     path, counts["sampled"], counts["cant_judge"], counts["missing"], counts["labelled"])
-    labelled = merged[merged["gold"].notna()]
-    columns = ["unit_id", "lang", "query_id", "model_a", "model_b", "gold", "inclusion_probability"]
+    labelled = merged[merged["label_value"].notna()]
+    columns = ["unit_id", "lang", "query_id", "model_a", "model_b", "label_value", "inclusion_probability"]
     return labelled[columns].reset_index(drop=True), counts
 
 
 def stand_in_labels(key: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
     """The filled task file a stand-in labeller would return: the verdict of a judge's game shown
     in the task's order (left first), ``cant_judge`` where that game is invalid or absent. The
-    demo plays the person with the ``reference`` judge this way (docs/gold_anchored.md)."""
+    demo plays the person with the ``reference`` judge this way (docs/human_labels.md)."""
     shown = games.assign(query_id=games["query_id"].astype(str))
     winner = shown["model_a"].where(shown["verdict"] == "model_a", shown["model_b"])
     shown = shown.assign(winner=winner.where(shown["verdict"].isin(["model_a", "model_b"])))

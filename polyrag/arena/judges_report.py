@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from polyrag.arena.bradley_terry import rank_by
+
 
 def with_interval(value: pd.Series, low: pd.Series, high: pd.Series) -> pd.Series:
     """``"0.52 [0.41, 0.63]"`` per row; "n/a" where the value is missing."""
@@ -87,7 +89,7 @@ def rankings_by_judge(bradley_terry: pd.DataFrame, arena_judge: str) -> pd.DataF
     scores = bradley_terry.groupby(["judge", "model"])["logit"].mean().unstack("judge")[judges]
     table = pd.DataFrame(index=scores.index)
     for judge in judges:
-        table[f"rank_{judge}"] = (-scores[judge]).rank(method="min").astype("Int64")
+        table[f"rank_{judge}"] = rank_by(scores[judge]).astype("Int64").array
         table[f"score_{judge}"] = scores[judge]
     order = scores[arena_judge].fillna(-np.inf).sort_values(ascending=False).index
     return table.loc[order].reset_index()

@@ -1,5 +1,5 @@
-"""How a judge agrees with the gold labels on the labelled units of the gold-anchored arena
-(``gold_agreement.csv``), beside what chance would give and where its errors lean."""
+"""How a judge agrees with the human labels on the labelled units of the label-anchored arena
+(``label_agreement.csv``), beside what chance would give and where its errors lean."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 
 
-def judge_gold_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.DataFrame,
-                         answer_length: dict[tuple[str, str], int]) -> pd.DataFrame:
-    """How the judge agrees with gold on the labelled units, beside what chance would give.
+def judge_label_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.DataFrame,
+                          answer_length: dict[tuple[str, str], int]) -> pd.DataFrame:
+    """How the judge agrees with the human labels on the labelled units, beside what chance would give.
 
-    ``agreement``: the judge's decision (its unit value above, below or at 0.5) equals the gold
-    one; ``chance_agreement``: what a judge with the same marginal shares but no skill would get;
-    ``kappa``: Cohen's; ``judge_{x}_gold_{y}``: the confusion matrix (counts of units). Over the
-    judge's single-order games that contradict a decisive gold label:
+    ``agreement``: the judge's decision (its unit value above, below or at 0.5) equals the
+    label's; ``chance_agreement``: what a judge with the same marginal shares but no skill would get;
+    ``kappa``: Cohen's; ``judge_{x}_label_{y}``: the confusion matrix (counts of units). Over the
+    judge's single-order games that contradict a decisive human label:
     ``errors_first_shown`` (share where the judge picked the answer shown first; 0.5 without
     position bias) and ``errors_longer_answer`` (share where it picked the longer answer; 0.5
     without length bias). ``answer_length``: (model, query_id) -> characters."""
@@ -23,17 +23,17 @@ def judge_gold_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.Da
     def decision(value):
         return np.sign(np.asarray(value, float) - 0.5)
 
-    judge, gold = decision(merged["judge_value"]), decision(merged["gold"])
-    agreement = float((judge == gold).mean())
-    chance = float(sum((judge == k).mean() * (gold == k).mean() for k in (-1, 0, 1)))
+    judge, label = decision(merged["judge_value"]), decision(merged["label_value"])
+    agreement = float((judge == label).mean())
+    chance = float(sum((judge == k).mean() * (label == k).mean() for k in (-1, 0, 1)))
     rows = [("agreement", agreement, len(merged)), ("chance_agreement", chance, len(merged)),
             ("kappa", (agreement - chance) / (1 - chance) if chance < 1 else np.nan, len(merged))]
     names = {1: "model_a", 0: "tie", -1: "model_b"}  # the confusion matrix, as counts
-    rows += [(f"judge_{names[j]}_gold_{names[k]}", float(((judge == j) & (gold == k)).sum()), len(merged))
+    rows += [(f"judge_{names[j]}_label_{names[k]}", float(((judge == j) & (label == k)).sum()), len(merged))
              for j in (1, 0, -1) for k in (1, 0, -1)]
-    decisive = merged[merged["gold"] != 0.5]
+    decisive = merged[merged["label_value"] != 0.5]
     loser = dict(zip(zip(decisive["query_id"].astype(str), decisive["model_a"], decisive["model_b"]),
-                     decisive["model_b"].where(decisive["gold"] == 1.0, decisive["model_a"])))
+                     decisive["model_b"].where(decisive["label_value"] == 1.0, decisive["model_a"])))
     played = games[games["verdict"].isin(["model_a", "model_b"])].assign(query_id=games["query_id"].astype(str))
     picked = played["model_a"].where(played["verdict"] == "model_a", played["model_b"])
     other = played["model_b"].where(played["verdict"] == "model_a", played["model_a"])
@@ -50,7 +50,7 @@ def judge_gold_agreement(units: pd.DataFrame, labels: pd.DataFrame, games: pd.Da
 
 def agreement_over_languages(units: pd.DataFrame, labels: pd.DataFrame, games: dict[str, pd.DataFrame],
                              answers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
-    """:func:`judge_gold_agreement` over one language or several pooled (``games``: language ->
+    """:func:`judge_label_agreement` over one language or several pooled (``games``: language ->
     its games; ``answers``: (language, model) -> its answers file). Question ids are unique within
     a language only, so each is read with its language."""
     def in_language(frame: pd.DataFrame, lang) -> pd.DataFrame:
@@ -61,5 +61,5 @@ def agreement_over_languages(units: pd.DataFrame, labels: pd.DataFrame, games: d
         keyed = in_language(frame, lang)
         length.update(zip(zip([model] * len(keyed), keyed["query_id"]), keyed["answer"].fillna("").str.len()))
     pooled_games = pd.concat([in_language(frame, lang) for lang, frame in games.items()], ignore_index=True)
-    return judge_gold_agreement(in_language(units, units["lang"]), in_language(labels, labels["lang"]),
+    return judge_label_agreement(in_language(units, units["lang"]), in_language(labels, labels["lang"]),
                                 pooled_games, length)

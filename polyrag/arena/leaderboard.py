@@ -35,13 +35,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import intervals_and_ranks
+from polyrag.arena.bradley_terry import intervals_and_ranks, rank_by
 
-#: the gold-anchored table's columns and their names in leaderboard_detailed.csv
-GOLD_ANCHORED_COLUMNS = {"logit": "gold_anchored_logit", "ci_low": "gold_anchored_ci_low",
-                         "ci_high": "gold_anchored_ci_high", "rank": "gold_anchored_rank",
-                         "rank_best": "gold_anchored_rank_best", "rank_worst": "gold_anchored_rank_worst",
-                         "note": "gold_anchored_note"}
+#: the label-anchored table's columns and their names in leaderboard_detailed.csv
+LABEL_ANCHORED_COLUMNS = {"logit": "label_anchored_logit", "ci_low": "label_anchored_ci_low",
+                          "ci_high": "label_anchored_ci_high", "rank": "label_anchored_rank",
+                          "rank_best": "label_anchored_rank_best", "rank_worst": "label_anchored_rank_worst",
+                          "note": "label_anchored_note"}
 SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "games",
                  "share_spent"]
 
@@ -54,7 +54,7 @@ def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surroga
         columns={"logit": "bt_logit", "ci_low": "bt_ci_low", "ci_high": "bt_ci_high"}), on="model", how="left")
     rows["judged"] = rows["bt_logit"].notna()
     rows["arena_logit"] = rows["bt_logit"].where(rows["judged"], rows["surrogate_logit"])
-    rows["rank"] = rows["arena_logit"].rank(ascending=False, method="min").astype(int)
+    rows["rank"] = rank_by(rows["arena_logit"]).astype(int).to_numpy()
     rows.insert(1, "lang", lang)
     rows["n_questions"] = int(bt["n_questions"].iloc[0])  # the language's questions
     # the clusters of each model's interval: the questions it played (the surrogate predicts from all)
@@ -78,7 +78,7 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     score = logits.mean(axis=1).to_numpy()
     played = by_language.groupby("model")["model_questions"].min().reindex(models).to_numpy(int)
     low, high, best, worst = intervals_and_ranks(score, samples, played)
-    table = pd.DataFrame({"model": models, "rank": pd.Series(-score).rank(method="min").astype(int).to_numpy(),
+    table = pd.DataFrame({"model": models, "rank": rank_by(score).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,
                           "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy()})
@@ -138,16 +138,16 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
     return table, by_language
 
 
-def with_gold_anchored(table: pd.DataFrame, gold: pd.DataFrame, judge: str) -> pd.DataFrame:
-    """``gold_anchored_*``: each model's logit, interval and joint rank-set anchored on gold labels
-    (``polyrag.arena.label_anchored``; empty for models the gold judge does not judge, and for
-    models whose gold-anchored logit is not estimable, which ``gold_anchored_note`` explains), and
-    ``gold_anchored_by``, which judge and how many labels over which languages."""
-    scope = gold["scope"].iloc[0]
+def with_label_anchored(table: pd.DataFrame, anchored: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """``label_anchored_*``: each model's logit, interval and joint rank-set anchored on human labels
+    (``polyrag.arena.label_anchored``; empty for models the anchored judge does not judge, and for
+    models whose label-anchored logit is not estimable, which ``label_anchored_note`` explains), and
+    ``label_anchored_by``, which judge and how many labels over which languages."""
+    scope = anchored["scope"].iloc[0]
     languages = "all labelled languages" if scope == "all" else scope
-    by = f"{judge} + {int(gold['n_gold'].iloc[0])} gold labels ({languages})"
-    merged = table.merge(gold.reindex(columns=["model", *GOLD_ANCHORED_COLUMNS]).rename(columns=GOLD_ANCHORED_COLUMNS),
-                         on="model", how="left")
-    for column in ("gold_anchored_rank", "gold_anchored_rank_best", "gold_anchored_rank_worst"):
+    by = f"{judge} + {int(anchored['n_labels'].iloc[0])} human labels ({languages})"
+    columns = anchored.reindex(columns=["model", *LABEL_ANCHORED_COLUMNS]).rename(columns=LABEL_ANCHORED_COLUMNS)
+    merged = table.merge(columns, on="model", how="left")
+    for column in ("label_anchored_rank", "label_anchored_rank_best", "label_anchored_rank_worst"):
         merged[column] = merged[column].astype("Int64")
-    return merged.assign(gold_anchored_by=by)
+    return merged.assign(label_anchored_by=by)

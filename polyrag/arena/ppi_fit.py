@@ -1,13 +1,14 @@
-"""The PPI++ fit of Bradley-Terry logits to gold labels and a judge's values (prediction-powered
+"""The PPI++ fit of Bradley-Terry logits to human labels and a judge's values (prediction-powered
 inference for the arena; the ranking built on it is ``polyrag.arena.label_anchored``).
 
 A unit is one question and one unordered model pair ``(model_a, model_b)``. Every unit has the
 judge's value ``yhat`` (model_a's mean score over the judge's valid orders); a uniform random
-sample of units also has a gold label ``y`` (a person's verdict: 1, 0.5 for a tie, 0). The
-estimand is the Bradley-Terry fit to the gold labels of every unit: the logits ``theta`` that
-minimise the mean logistic loss ``l(theta; x, y) = log(1 + exp(x.theta)) - y x.theta`` with
-``x = e_a - e_b``; soft labels (ties) are allowed, which is why this is not ``ppi_py``'s
-``ppi_logistic_ci`` (its scikit-learn start refuses a continuous label).
+sample of units also has a human label ``y`` (a person's verdict: 1, 0.5 for a tie, 0; PPI++'s
+"gold-standard label"). The estimand is the Bradley-Terry fit to the human labels of every unit:
+the logits ``theta`` that minimise the mean logistic loss
+``l(theta; x, y) = log(1 + exp(x.theta)) - y x.theta`` with ``x = e_a - e_b``; soft labels (ties)
+are allowed, which is why this is not ``ppi_py``'s ``ppi_logistic_ci`` (its scikit-learn start
+refuses a continuous label).
 
 The rectified loss of Angelopoulos, Duchi and Zrnic (PPI++, arXiv 2311.01453), as applied to BT by
 Boyeau et al. ("AutoEval Done Right", arXiv 2403.07008)::
@@ -15,7 +16,7 @@ Boyeau et al. ("AutoEval Done Right", arXiv 2403.07008)::
     L(theta) = lam / N  sum_unlabelled l(theta; x, yhat)
              + 1 / n    sum_labelled  [l(theta; x, y) - lam l(theta; x, yhat)]
 
-``lam = 0`` is the gold-only fit, ``lam = 1`` plain PPI; power tuning picks ``lam`` in [0, 1]
+``lam = 0`` is the labels-only fit, ``lam = 1`` plain PPI; power tuning picks ``lam`` in [0, 1]
 that minimises the total variance of the logits, as ``ppi_py`` does (estimated at the ``lam = 1``
 fit, refitted, re-estimated once at that fit). One model is anchored at 0 (the others' columns
 form ``x``), and the logits are then centred (mean 0, polyrag's BT scale) with their covariance.
@@ -195,8 +196,8 @@ def centred(theta: np.ndarray, covariance: np.ndarray, n_models: int, anchor: in
     return Fit(logit=a @ theta, covariance=a @ covariance @ a.T, lam=lam, converged=converged)
 
 
-def gold_only_covariance(theta, x, x_labelled, y, clusters_labelled, same_bread_as_lam: float) -> np.ndarray:
-    """The covariance a gold-only fit of the labelled units would have at ``theta``, with the same
+def labels_only_covariance(theta, x, x_labelled, y, clusters_labelled, same_bread_as_lam: float) -> np.ndarray:
+    """The covariance a labels-only fit of the labelled units would have at ``theta``, with the same
     Hessian as the fit it is compared with (all units, or the labelled ones when that fit's lam is
     0, as in :func:`anchored_fit`), so that at lam 0 the two agree and n_eff is n."""
     inverse_hessian = np.linalg.pinv(hessian(theta, x if same_bread_as_lam else x_labelled))

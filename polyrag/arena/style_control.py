@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks, model_question_counts,
+from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks, model_question_counts, rank_by,
                                         tournament_counts)
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
@@ -67,13 +67,6 @@ STYLE_COVARIATES = ["length_tokens", "citations", "markdown_elements"]  # counts
 STYLE_DIAGNOSTICS = ["citation_precision"]  # reported per model, never controlled for
 MARKDOWN = re.compile(r"^\s{0,3}#{1,6}\s|^\s*(?:[-*+]|\d+[.)])\s|\*\*[^*\n]+\*\*|__[^_\n]+__", re.MULTILINE)
 SHARE_A = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5}
-
-
-def rank_by(score: np.ndarray) -> np.ndarray:
-    """Ranks, highest score first, ties sharing the best rank. Scores are rounded to 1e-9 first:
-    two models with the same games get logits that differ only by solver noise, which must not
-    order them (the covariate columns make the fit not exactly symmetric between them)."""
-    return pd.Series(-np.round(score, 9)).rank(method="min").astype(int).to_numpy()
 
 
 def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
@@ -194,7 +187,7 @@ def style_controlled_bt(games: pd.DataFrame, style_by_model: dict[str, pd.DataFr
     played = model_question_counts(games, models)  # each model's clusters, as in bradley_terry
     low, high, best, worst = intervals_and_ranks(logit, logit_samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
-                          "rank": rank_by(logit), "rank_best": best, "rank_worst": worst,
+                          "rank": rank_by(logit).astype(int).to_numpy(), "rank_best": best, "rank_worst": worst,
                           "n_questions": len(questions), "model_questions": played,
                           "citation_precision": [style_by_model[model]["citation_precision"].mean() for model in models]}
                          ).sort_values(["rank", "model"], ignore_index=True)
@@ -228,4 +221,4 @@ def style_controlled_ranks(per_language: dict[str, tuple[pd.DataFrame, pd.DataFr
     low, high = bootstrap_interval(score, samples, played)
     return pd.DataFrame({"model": models, "score_style_controlled": score, "ci_low_style_controlled": low,
                          "ci_high_style_controlled": high,
-                         "rank_style_controlled": rank_by(score)})
+                         "rank_style_controlled": rank_by(score).astype(int).to_numpy()})

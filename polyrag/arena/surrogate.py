@@ -46,6 +46,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
+from polyrag.arena.bradley_terry import rank_by
 from polyrag.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,16 @@ def make_regressor(name: str, params: dict, seed: int, n_jobs: int = 1) -> Regre
     if name == "svr":
         return make_pipeline(StandardScaler(), SVR(**params))
     raise ValueError(f"unknown regressor {name!r}")
+
+
+def fit_regressor(name: str, params: dict, seed: int, n_jobs: int, X: np.ndarray, y: np.ndarray) -> RegressorMixin:
+    """The regressor fitted on ``n_jobs`` threads, set to predict on one: a random forest's
+    ``predict`` on several threads adds the trees' outputs in the order the threads finish, so its
+    last bits would change from run to run (one config, one result)."""
+    fitted = make_regressor(name, params, seed, n_jobs).fit(X, y)
+    if "n_jobs" in fitted.get_params():
+        fitted.set_params(n_jobs=1)
+    return fitted
 
 
 def feature_columns(features: dict[str, pd.DataFrame], left_out: dict[str, str]) -> list[str]:
@@ -231,7 +242,7 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
         per_tournament.append(averaged(features, measured, drawn, aligned))
     X, y, owners = training_rows(per_tournament, point, bootstrap, judged, columns)
 
-    fitted = make_regressor(regressor, params, seed, n_jobs).fit(X, y)
+    fitted = fit_regressor(regressor, params, seed, n_jobs, X, y)
     models = list(features)
     predicted = fitted.predict(point.loc[models, columns].to_numpy(float))
     stacked = np.vstack([filled(frame, point, models, columns) for frame in per_tournament])
@@ -239,7 +250,7 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     low, high = np.percentile(per_tournament_predictions, [2.5, 97.5], axis=0)
     table = pd.DataFrame({"model": models, "predicted_logit": predicted, "ci_low": low, "ci_high": high,
                           "judged": [m in judged for m in models]})
-    table["rank"] = table["predicted_logit"].rank(ascending=False, method="min").astype(int)
+    table["rank"] = rank_by(table["predicted_logit"]).astype(int).to_numpy()
     table = table.sort_values(["rank", "model"], ignore_index=True)
     if regressor in TREE_ENSEMBLES:
         warn_at_the_edge(table)
@@ -309,7 +320,7 @@ def held_out_evaluation(X: np.ndarray, y: np.ndarray, owners: np.ndarray, point:
     for _ in range(repeats):
         out = list(rng.choice(judged, size=holdout, replace=False))
         train = ~np.isin(owners, out)
-        fitted = make_regressor(regressor, params, seed, n_jobs).fit(X[train], y[train])
+        fitted = fit_regressor(regressor, params, seed, n_jobs, X[train], y[train])
         guesses = {"surrogate": fitted.predict(point.loc[out].to_numpy(float)),
                    "constant": np.full(holdout, true_logit.drop(out).mean())}
         left_out_true.extend(true_logit[out])

@@ -1,10 +1,10 @@
-"""Units of a gold-anchored arena: one question and one unordered model pair.
+"""Units of a label-anchored arena: one question and one unordered model pair.
 
 A unit's models are in sorted order (``model_a < model_b``), whatever order the judgments file
 wrote them in. The judge's value of a unit is model_a's mean score over the judge's valid orders
 (1 win, 0.5 tie, 0 loss), so a judge's position bias cancels where both orders are valid. A unit
 whose every order is invalid keeps the value 0.5 and is counted (``valid_orders == 0``): dropping
-it would change the population that a uniform gold sample stands for.
+it would change the population that a uniform sample of human labels stands for.
 """
 
 from __future__ import annotations

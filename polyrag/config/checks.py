@@ -69,17 +69,17 @@ def finetune_names(config: dict, expected: Any) -> dict:
     return {"student": config["finetune"]["name"], "control": control_name(config)}
 
 
-def gold_agreement_lacks(config: dict, expected: Any) -> str | None:
-    gold = config["arena"]["human_labels"]
-    if gold is None or gold["stand_in"] is None:
+def label_anchored_agreement_lacks(config: dict, expected: Any) -> str | None:
+    human_labels = config["arena"]["human_labels"]
+    if human_labels is None or human_labels["stand_in"] is None:
         return "needs arena.human_labels with a stand_in labeller (the known truth is the stand-in's own ranking)"
-    if gold["labels"]:
-        return (f"arena.human_labels.labels gives people's labels for {sorted(gold['labels'])}: the gold-anchored ranking "
-                "is then no longer the stand-in's to recover")
+    if human_labels["labels"]:
+        return (f"arena.human_labels.labels gives people's labels for {sorted(human_labels['labels'])}: the "
+                "label-anchored ranking is then no longer the stand-in's to recover")
     return None
 
 
-def gold_stand_in(config: dict, expected: Any) -> dict:
+def stand_in_labeller(config: dict, expected: Any) -> dict:
     return {"stand_in": config["arena"]["human_labels"]["stand_in"]}
 
 
@@ -91,7 +91,7 @@ NEEDS: dict[str, Needs] = {
     "mars_coverage": Needs(lacks=mars_coverage_lacks),
     "position_bias": Needs(lacks=position_bias_lacks),
     "finetune_gain": Needs(lacks=finetune_gain_lacks, settings=finetune_names),
-    "gold_agreement": Needs(lacks=gold_agreement_lacks, settings=gold_stand_in),
+    "label_anchored_agreement": Needs(lacks=label_anchored_agreement_lacks, settings=stand_in_labeller),
 }
 
 

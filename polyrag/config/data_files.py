@@ -13,6 +13,7 @@ from pathlib import Path
 
 from polyrag.errors import ConfigError, DataError
 from polyrag.meta_eval.memerag import memerag_file
+from polyrag.systems.answer_files import answer_paths, corpus_paths, reads_answer_files, system_files
 
 def question_files(config: dict, lang: str) -> list[str]:
     """The local files ``select_questions`` reads for the language key ``lang`` (data.dir)."""
@@ -72,6 +73,15 @@ def recorded_files(config: dict, judge: str, languages: list[str]) -> list[str]:
     return [str(Path(entry["dir"]) / f"{lang}.jsonl") for lang in languages]
 
 
+def system_answer_files(config: dict, model: str) -> list[str]:
+    """The answer files (one per language) and corpus files of a system read from files
+    (models.{model}.answers, corpus), else none: the inputs of its generation job."""
+    entry = config["models"][model]
+    if not reads_answer_files(entry):
+        return []
+    return system_files(entry, config["languages"])
+
+
 def _from_variable(value: str, variable: str) -> str:
     return f" (from ${variable})" if os.environ.get(variable) == value else ""
 
@@ -106,3 +116,14 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
         for path, lang in zip(recorded_files(config, name, config["languages"]), config["languages"]):
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: judges.{name}.dir: {path} does not exist (recorded verdicts in {lang!r})")
+    for name, entry in config["models"].items():
+        if not reads_answer_files(entry):
+            continue
+        for path, lang in zip(answer_paths(entry, config["languages"]), config["languages"]):
+            if not Path(path).is_file():
+                raise ConfigError(f"{source}: models.{name}.answers: {path} does not exist (the answers of system "
+                                  f"{name!r} in {lang!r})")
+        for path in corpus_paths(entry, config["languages"]):
+            if not Path(path).is_file():
+                raise ConfigError(f"{source}: models.{name}.corpus: {path} does not exist (the passages the docids of "
+                                  f"system {name!r} are looked up in)")

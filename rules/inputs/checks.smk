@@ -18,7 +18,7 @@ def check_ingredients(expected):
         "finetune_gain": lambda: rules.finetune_gain.output[0],
         "judge_games": lambda: {judge: {lang: judgment_paths(judge, lang) for lang in LANGUAGES} for judge in expected},
         "stand_in_arena": lambda: {
-            lang: expand(rules.bradley_terry.output.table, judge=GOLD["stand_in"], lang=lang)[0] for lang in GOLD_LANGUAGES
+            lang: expand(rules.bradley_terry.output.table, judge=HUMAN_LABELS["stand_in"], lang=lang)[0] for lang in LABELLED_LANGUAGES
         },
     }
 

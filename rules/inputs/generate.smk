@@ -1,5 +1,7 @@
 # The input functions and constants of rules/generate.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.data_files import system_answer_files
 from polyrag.config.queries import generation_settings, job_entry, wrong_language_source
+from polyrag.systems.answer_files import reads_answer_files
 
 
 def model_entry(wildcards):
@@ -9,6 +11,10 @@ def model_entry(wildcards):
 
 
 def model_settings(wildcards):
+    """The sampling settings of a language model; none for a system read from files, so that a new
+    generation.temperature or prompt never reruns it."""
+    if reads_answer_files(config["models"][wildcards.model]):
+        return {}
     return generation_settings(config, wildcards.model)
 
 
@@ -26,3 +32,9 @@ def student_adapter_files(wildcards):
     if not FT or wildcards.model != FT["name"]:
         return []
     return [rules.train_student.output.adapter, rules.train_student.output.adapter_config]
+
+
+def answer_files(wildcards):
+    """A system read from files (backend: file): its answer files and corpus, so that editing one
+    reruns its generation job and what reads its answers; nothing for a language model."""
+    return system_answer_files(config, wildcards.model)

@@ -1,9 +1,9 @@
-"""Snakemake entry point of rule gold_labels: the filled annotation file read against the key."""
+"""Snakemake entry point of rule human_labels: the filled annotation file read against the key."""
 
 import json
 import logging
 
-from polyrag.arena.human_labels import gold_labels, read_filled, read_key
+from polyrag.arena.human_labels import labelled_units, read_filled, read_key
 from polyrag.logs import run_logged
 
 log = logging.getLogger("polyrag")
@@ -12,7 +12,7 @@ log = logging.getLogger("polyrag")
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     key = read_key(sm.input.key)
-    labels, counts = gold_labels(read_filled(sm.input.filled), key, sm.input.filled)
+    labels, counts = labelled_units(read_filled(sm.input.filled), key, sm.input.filled)
     log.info("%s: %s", sm.input.filled, counts)
     labels.to_parquet(sm.output.labels, index=False)
     with open(sm.output.counts, "w") as handle:

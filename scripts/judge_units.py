@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule gold_units: units.parquet, the judge's value of every unit."""
+"""Snakemake entry point of rule judge_units: units.parquet, the judge's value of every unit."""
 
 import logging
 

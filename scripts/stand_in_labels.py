@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule gold_stand_in: a judge fills the task file as a person would."""
+"""Snakemake entry point of rule stand_in_labels: a judge fills the task file as a person would."""
 
 from polyrag.arena.games import read_games
 from polyrag.arena.human_labels import read_key, stand_in_labels

@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule gold_sample: the sampled units' key and the annotation files."""
+"""Snakemake entry point of rule human_label_sample: the sampled units' key and the annotation files."""
 
 import logging
 

@@ -1,26 +1,26 @@
-"""Coverage of the gold-anchored arena (polyrag/arena/label_anchored.py) on simulated arenas.
+"""Coverage of the label-anchored arena (polyrag/arena/label_anchored.py) on simulated arenas.
 
 Each arena: 8 models, 200 questions, every pair on every question (5,600 units). Model i's
 strength on question q is ``theta_i + e_qi`` (``e`` ~ N(0, 0.5^2): questions favour models
-differently, so the units of a question are correlated). The gold labeller ties 10% of units and
+differently, so the units of a question are correlated). The human labeller ties 10% of units and
 otherwise picks model a with probability ``sigmoid(strength_a - strength_b)``. The LLM judge
-sees each unit in both orders; in each order it copies the gold verdict 75% of the time and
+sees each unit in both orders; in each order it copies the human verdict 75% of the time and
 otherwise prefers the favoured model (model 1) when it is in the pair, else the answer shown
 first; 5% of its verdicts are invalid. A useless judge always prefers the first answer.
 
-The estimand is the Bradley-Terry fit to the gold labels of the whole population of questions
+The estimand is the Bradley-Terry fit to the human labels of the whole population of questions
 (soft labels, ties as 0.5): the logits minimising the expected logistic loss over pairs, whose
 expected label is ``0.05 + 0.9 E[sigmoid(theta_a - theta_b + e_a - e_b)]`` (Gauss-Hermite).
 
-Per budget of n gold labels and seed, each method's 95% intervals of the centred logits and its
+Per budget of n human labels and seed, each method's 95% intervals of the centred logits and its
 joint rank-sets are checked against the truth. The labels are a uniform sample of n units, except
 for active PPI++: each unit is labelled independently with a probability that grows with the
 judge's uncertainty (half the budget spread uniformly; n labels expected). Columns: marginal
 coverage (over models and seeds), joint rank-set coverage (every model's true rank inside its
 rank-set, per arena), mean interval width, mean n_eff / n and mean lambda.
 
-    python benchmarks/bench_gold_anchored.py --seeds 500
-    python benchmarks/bench_gold_anchored.py --seeds 300 --table 12,30   # gold_anchored.csv at a small size
+    python benchmarks/bench_label_anchored.py --seeds 500
+    python benchmarks/bench_label_anchored.py --seeds 300 --table 12,30   # label_anchored.csv at a small size
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from polyrag.arena.active import active_fit, active_inclusion_probabilities  # noqa: E402
 from polyrag.arena.label_anchored import effective_labels, normal_interval, rank_sets  # noqa: E402
-from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, gold_only_covariance  # noqa: E402
+from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, labels_only_covariance  # noqa: E402
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
 COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1
@@ -50,7 +50,7 @@ PAIRS = np.array(list(combinations(range(MODELS), 2)))
 
 
 def true_logits(theta: np.ndarray) -> np.ndarray:
-    """The population BT fit to the gold labels (module docstring)."""
+    """The population BT fit to the human labels (module docstring)."""
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
     difference_sd = QUESTION_SD * np.sqrt(2)
     d = theta[PAIRS[:, 0]] - theta[PAIRS[:, 1]]
@@ -62,12 +62,12 @@ def true_logits(theta: np.ndarray) -> np.ndarray:
 
 
 def arena(theta: np.ndarray, judge: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Units (pairs, questions), their gold labels and the judge's values."""
+    """Units (pairs, questions), their human labels and the judge's values."""
     strength = theta[None, :] + QUESTION_SD * rng.standard_normal((QUESTIONS, MODELS))
     pairs = np.tile(PAIRS, (QUESTIONS, 1))
     questions = np.repeat(np.arange(QUESTIONS), len(PAIRS))
     p_a = expit(strength[questions, pairs[:, 0]] - strength[questions, pairs[:, 1]])
-    gold = np.where(rng.random(len(pairs)) < TIE_RATE, 0.5, (rng.random(len(pairs)) < p_a).astype(float))
+    label = np.where(rng.random(len(pairs)) < TIE_RATE, 0.5, (rng.random(len(pairs)) < p_a).astype(float))
     scores = []
     for a_first in (True, False):  # the two orders
         if judge == "useless":
@@ -75,12 +75,12 @@ def arena(theta: np.ndarray, judge: str, rng: np.random.Generator) -> tuple[np.n
         else:
             favoured = np.where(pairs[:, 0] == FAVOURED, 1.0, np.where(pairs[:, 1] == FAVOURED, 0.0, np.nan))
             fallback = np.where(np.isnan(favoured), 1.0 if a_first else 0.0, favoured)
-            score = np.where(rng.random(len(pairs)) < COPY_RATE, gold, fallback)
+            score = np.where(rng.random(len(pairs)) < COPY_RATE, label, fallback)
         scores.append(np.where(rng.random(len(pairs)) < INVALID_RATE, np.nan, score))
     both = np.column_stack(scores)
     valid = (~np.isnan(both)).sum(axis=1)
     value = np.where(valid == 0, 0.5, np.nansum(both, axis=1) / np.maximum(valid, 1))
-    return pairs, questions, gold, value
+    return pairs, questions, label, value
 
 
 def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
@@ -92,30 +92,30 @@ def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
             "diverged": float(not fit.converged)}
 
 
-METHODS = ("judge-only BT", "gold-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
+METHODS = ("judge-only BT", "labels-only BT", "PPI", "PPI++", "PPI++ unclustered", "active PPI++")
 ACTIVE_FLOOR = 0.5  # the share of the budget spread uniformly under active labelling (the default)
 
 
-def fit_method(method: str, x, questions, gold, value, labelled, probability=None) -> tuple[Fit, np.ndarray | None]:
-    """One method's fit of one arena (``labelled``: the units with a gold label), and its n_eff
+def fit_method(method: str, x, questions, label, value, labelled, probability=None) -> tuple[Fit, np.ndarray | None]:
+    """One method's fit of one arena (``labelled``: the units with a human label), and its n_eff
     per model for the PPI++ methods."""
     reported = centring(MODELS, 0)
     if method == "judge-only BT":
         empty = np.zeros((0, x.shape[1]))
         estimate, cov, lam, ok = anchored_fit(x, value, value, empty, np.zeros(0), 0.0, questions, np.zeros(0))
     elif method == "active PPI++":
-        estimate, cov, lam, ok = active_fit(x, gold, value, labelled, probability, None, questions, reported)
+        estimate, cov, lam, ok = active_fit(x, label, value, labelled, probability, None, questions, reported)
     else:
-        lam = {"gold-only BT": 0.0, "PPI": 1.0}.get(method)
+        lam = {"labels-only BT": 0.0, "PPI": 1.0}.get(method)
         clusters = (questions[labelled], questions[~labelled]) if method != "PPI++ unclustered" else (None, None)
-        estimate, cov, lam, ok = anchored_fit(x[labelled], gold[labelled], value[labelled], x[~labelled],
+        estimate, cov, lam, ok = anchored_fit(x[labelled], label[labelled], value[labelled], x[~labelled],
                                               value[~labelled], lam, *clusters, reported=reported)
     fit = centred(estimate, cov, MODELS, 0, lam, ok)
     n_eff = None
-    if method in ("PPI++", "active PPI++"):  # n_eff: the gold-only variance at the same logits
-        gold_cov = gold_only_covariance(estimate, x, x[labelled], gold[labelled], questions[labelled],
-                                        same_bread_as_lam=lam if method == "PPI++" else 1.0)
-        n_eff = effective_labels(fit, centred(estimate, gold_cov, MODELS, 0, 0.0, ok), int(labelled.sum()))
+    if method in ("PPI++", "active PPI++"):  # n_eff: the labels-only variance at the same logits
+        labels_cov = labels_only_covariance(estimate, x, x[labelled], label[labelled], questions[labelled],
+                                            same_bread_as_lam=lam if method == "PPI++" else 1.0)
+        n_eff = effective_labels(fit, centred(estimate, labels_cov, MODELS, 0, 0.0, ok), int(labelled.sum()))
     return fit, n_eff
 
 
@@ -127,12 +127,12 @@ def one_seed(args: tuple) -> list[dict]:
     truth = true_logits(theta)
     true_rank = pd.Series(-truth).rank(method="min").to_numpy()
     rng = np.random.default_rng([seed, len(scenario), judge == "useless"])
-    pairs, questions, gold, value = arena(theta, judge, rng)
+    pairs, questions, label, value = arena(theta, judge, rng)
     x = design(pairs, MODELS)
     rows = []
     if judge == "biased" and "judge-only BT" in methods:  # the judge alone needs no labels
         rows.append({"method": "judge-only BT", "budget": 0,
-                     **check(fit_method("judge-only BT", x, questions, gold, value, None)[0], truth, true_rank)})
+                     **check(fit_method("judge-only BT", x, questions, label, value, None)[0], truth, true_rank)})
     for budget in budgets:
         uniform = np.zeros(len(pairs), bool)
         uniform[rng.choice(len(pairs), budget, replace=False)] = True
@@ -142,7 +142,7 @@ def one_seed(args: tuple) -> list[dict]:
             if method == "judge-only BT":
                 continue
             labelled = active if method == "active PPI++" else uniform
-            fit, n_eff = fit_method(method, x, questions, gold, value, labelled, probability)
+            fit, n_eff = fit_method(method, x, questions, label, value, labelled, probability)
             row = {"method": method, "budget": budget, "lambda": fit.lam, "labels": int(labelled.sum()),
                    **check(fit, truth, true_rank)}
             if n_eff is not None:
@@ -152,13 +152,13 @@ def one_seed(args: tuple) -> list[dict]:
 
 
 def table_seed(args: tuple) -> dict:
-    """What ``gold_anchored.csv`` reports for one small arena (``questions`` questions, ``budget``
-    uniform labels, PPI++ tuned), as the workflow builds it (``gold_anchored_table``): whether
+    """What ``label_anchored.csv`` reports for one small arena (``questions`` questions, ``budget``
+    uniform labels, PPI++ tuned), as the workflow builds it (``label_anchored_table``): whether
     some or every model is not estimable, and the coverage of the estimable models' intervals of
     their logits centred over themselves, beside every model's interval of the unrestricted fit
     (an unbounded one counted as covering) and that of the models left out of a finite fit; and
-    the root-mean-square error of PPI++ over that of gold-only where both fits are finite."""
-    from polyrag.arena.label_anchored import gold_anchored, gold_anchored_table
+    the root-mean-square error of PPI++ over that of labels-only where both fits are finite."""
+    from polyrag.arena.label_anchored import label_anchored_fits, label_anchored_table
 
     global QUESTIONS
     scenario, judge, seed, questions, budget = args
@@ -167,7 +167,7 @@ def table_seed(args: tuple) -> dict:
         theta = SCENARIOS[scenario]
         truth = true_logits(theta)
         rng = np.random.default_rng([seed, questions, budget, judge == "useless"])
-        pairs, question, gold, value = arena(theta, judge, rng)
+        pairs, question, label, value = arena(theta, judge, rng)
     finally:
         QUESTIONS = saved
     models = [f"m{k}" for k in range(MODELS)]
@@ -175,13 +175,13 @@ def table_seed(args: tuple) -> dict:
                           "query_id": question.astype(str), "model_a": np.array(models)[pairs[:, 0]],
                           "model_b": np.array(models)[pairs[:, 1]], "judge_value": value, "valid_orders": 2})
     chosen = rng.choice(len(pairs), budget, replace=False)
-    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[chosen], "gold": gold[chosen]})
-    table = gold_anchored_table(units, labels, models, {"cant_judge": 0, "missing": 0}).set_index("model").loc[models]
+    labels = pd.DataFrame({"unit_id": units["unit_id"].to_numpy()[chosen], "label_value": label[chosen]})
+    table = label_anchored_table(units, labels, models, {"cant_judge": 0, "missing": 0}).set_index("model").loc[models]
     labelled = np.zeros(len(pairs), bool)
     labelled[chosen] = True
-    fits = gold_anchored(pairs, value, labelled, gold[labelled], MODELS,
-                         clusters=np.char.add("xx\x1f", question.astype(str)))
-    fit, gold_only = fits["gold_anchored"], fits["gold_only"]
+    fits = label_anchored_fits(pairs, value, labelled, label[labelled], MODELS,
+                               clusters=np.char.add("xx\x1f", question.astype(str)))
+    fit, labels_only = fits["label_anchored"], fits["labels_only"]
     low, high = normal_interval(fit)
     keep = table["estimable"].to_numpy()
     row = {"scenario": scenario, "judge": judge, "seed": seed, "lambda": fit.lam, "some_not_estimable": (~keep).any(),
@@ -191,9 +191,9 @@ def table_seed(args: tuple) -> dict:
            # often the interval of the unrestricted fit would have held them
            "left_out_covered": float(np.mean(((low <= truth) & (truth <= high))[~keep]))
            if fit.converged and not keep.all() and keep.any() else np.nan,
-           # where both fits are finite: squared errors of PPI++ (tuned lambda) and of gold-only
-           "error_ppi": np.mean((fit.logit - truth) ** 2) if fit.converged and gold_only.converged else np.nan,
-           "error_gold_only": np.mean((gold_only.logit - truth) ** 2) if fit.converged and gold_only.converged
+           # where both fits are finite: squared errors of PPI++ (tuned lambda) and of labels-only
+           "error_ppi": np.mean((fit.logit - truth) ** 2) if fit.converged and labels_only.converged else np.nan,
+           "error_labels_only": np.mean((labels_only.logit - truth) ** 2) if fit.converged and labels_only.converged
            else np.nan}
     if keep.any():
         centred_truth = truth[keep] - truth[keep].mean()
@@ -228,7 +228,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="CSV of the summary table")
     parser.add_argument("--table", default=None, metavar="QUESTIONS,LABELS",
-                        help="instead: what gold_anchored.csv reports at this small size (e.g. 12,30)")
+                        help="instead: what label_anchored.csv reports at this small size (e.g. 12,30)")
     args = parser.parse_args()
     start = time.perf_counter()
     if args.table:
@@ -242,8 +242,8 @@ def main() -> None:
             reported_models=("reported_models", "mean"), coverage_reported=("covered", "mean"),
             coverage_unrestricted=("unrestricted", "mean"), coverage_left_out=("left_out_covered", "mean"),
             lam=("lambda", "mean"),
-            rmse_ppi_over_gold_only=("error_ppi",
-                                     lambda e: np.sqrt(e.mean() / raw.loc[e.index, "error_gold_only"].mean())),
+            rmse_ppi_over_labels_only=("error_ppi",
+                                       lambda e: np.sqrt(e.mean() / raw.loc[e.index, "error_labels_only"].mean())),
         ).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"\n{args.seeds} seeds per setting, {questions} questions, {budget} labels, "
               f"{time.perf_counter() - start:.0f} s on {args.workers} workers")
