@@ -9,7 +9,7 @@ from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
-from polyrag.systems.answer_files import reads_answer_files, system_answers
+from polyrag.systems.answer_files import given_from_file, passage_file_spec, reads_answer_files, system_answers
 
 
 def main() -> None:
@@ -31,7 +31,10 @@ def main() -> None:
             foreign = None
             if other := sm.params.wrong_language.get(lang):
                 foreign = foreign_answers(records, read_questions(questions[other]), settings["seed"], model, lang)
-            write_answers(generate_answers(llm, records, settings, foreign), output)
+            from_file = None
+            if spec := passage_file_spec(entry):
+                from_file = given_from_file(model, spec, lang, records, questions[lang])
+            write_answers(generate_answers(llm, records, settings, foreign, from_file), output)
     finally:
         llm.close()
 

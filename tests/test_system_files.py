@@ -425,3 +425,62 @@ def test_a_file_system_copied_from_a_mock_is_judged_and_ranked_as_that_mock(repo
     assert dry.returncode != 0 and "Job stats" not in output
     assert (f"invalid config: {tmp_path / 'config.yaml'}: models.mine.answers: mine/hi.jsonl does not exist (the answers "
             "of system 'mine' in 'hi')") in output
+
+
+# --- a language model given its passages from a file (passages: {file}) ---------------------------
+
+def given_from(tmp_path, rows):
+    from polyrag.systems.answer_files import given_from_file
+
+    path = tmp_path / "run" / "en.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return given_from_file("gen", {"file": str(tmp_path / "run/{lang}.jsonl"), "corpus": None}, "en", RECORDS, QUESTIONS)
+
+
+def test_a_run_file_gives_each_question_its_passages_and_skips_other_questions(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    given = given_from(tmp_path, [{"query_id": "q2", "docids": ["d4#0"]}, {"query_id": "q1", "passages": PASSAGES["q1"][1:]},
+                                  {"query_id": "q9", "docids": ["x"]}])
+    assert given == {"q1": PASSAGES["q1"][1:], "q2": [PASSAGES["q2"][1]]}
+    assert "the passages of 2 questions (1 rows of other questions skipped)" in caplog.text
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([{"query_id": "q1", "docids": ["d1#0"]}], r"run/en.jsonl: no row for 1 of the 2 questions of results/data/en.parquet: \['q2'\]"),
+    ([{"query_id": "q1", "docids": ["d1#0"]}, {"query_id": "q1", "docids": []}],
+     r"run/en.jsonl: line 2: query_id 'q1' again \(first at line 1\)"),
+    ([{"query_id": "q1", "docids": ["d9#0"]}, {"query_id": "q2", "docids": []}],
+     r"line 1 \(query_id q1\): docids \['d9#0'\] are not in the question's passages .* models.gen.passages.corpus"),
+    ([{"query_id": "q1", "docids": ["d1#0", "d1#0"]}, {"query_id": "q2", "docids": []}],
+     r"line 1 \(query_id q1\): duplicated docids \['d1#0'\] among its passages"),
+])
+def test_a_malformed_run_file_is_refused_naming_file_and_row(tmp_path, rows, expected):
+    with pytest.raises(DataError, match=expected):
+        given_from(tmp_path, rows)
+
+
+def test_a_grounded_mock_given_passages_from_a_file_is_right_exactly_when_one_is_relevant(tmp_path):
+    from polyrag.generate.answers import generate_answers
+    from polyrag.llm.client import LLM
+    from polyrag.llm.mock import MockBackend
+
+    given = given_from(tmp_path, [{"query_id": "q1", "docids": ["d2#0", "d1#0"]}, {"query_id": "q2", "docids": ["d4#0"]}])
+    settings = {"prompt": "mirage", "temperature": 0.0, "max_tokens": 64, "seed": 0, "max_failure_fraction": 0.0,
+                "passages": {"file": "run/{lang}.jsonl"}}
+    records = [{**record, "reference_answer": f"answer {record['query_id']} [{record['relevant_docids'][0]}]"}
+               for record in RECORDS]
+    rows = generate_answers(LLM(MockBackend("g", grounded=True)), records, settings, from_file=given)
+    assert [row["passage_source"] for row in rows] == ["file", "file"]
+    assert [[p["docid"] for p in row["passages"]] for row in rows] == [["d2#0", "d1#0"], ["d4#0"]]
+    assert rows[0]["cited_docids"] == ["d1#0"] and rows[0]["answer"].startswith("answer q1")  # a relevant one given
+    assert rows[1]["cited_docids"] == ["d4#0"] and "answer q2" not in rows[1]["answer"]  # none given: from d4#0
+    with pytest.raises(ValueError, match="passages from a file need the file's passages"):
+        generate_answers(LLM(MockBackend("g", grounded=True)), records, settings)
+
+
+def test_a_missing_run_file_is_refused_at_config_time(tmp_path):
+    config = yaml.safe_load(open("config.yaml"))
+    config["models"]["mock-recall-50"]["passages"]["file"] = str(tmp_path / "nowhere/{lang}.jsonl")
+    with pytest.raises(ConfigError, match=r"models.mock-recall-50.passages: .*nowhere/en.jsonl does not exist"):
+        validate_config(config, "schemas/config.schema.yaml", "config.yaml")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from polyrag.errors import ConfigError, DataError
 from polyrag.meta_eval.memerag import memerag_file
-from polyrag.systems.answer_files import answer_paths, corpus_paths, reads_answer_files, system_files
+from polyrag.systems.answer_files import (answer_paths, corpus_paths, passage_file_paths, passage_file_spec,
+                                          reads_answer_files, system_files)
 
 def question_files(config: dict, lang: str) -> list[str]:
     """The local files ``select_questions`` reads for the language key ``lang`` (data.dir)."""
@@ -75,10 +76,11 @@ def recorded_files(config: dict, judge: str, languages: list[str]) -> list[str]:
 
 def system_answer_files(config: dict, model: str) -> list[str]:
     """The answer files (one per language) and corpus files of a system read from files
-    (models.{model}.answers, corpus), else none: the inputs of its generation job."""
+    (models.{model}.answers, corpus), or the passage files of a model given its passages from files
+    (models.{model}.passages.file, corpus), else none: the inputs of its generation job."""
     entry = config["models"][model]
     if not reads_answer_files(entry):
-        return []
+        return passage_file_paths(entry, config["languages"])
     return system_files(entry, config["languages"])
 
 
@@ -117,6 +119,10 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: judges.{name}.dir: {path} does not exist (recorded verdicts in {lang!r})")
     for name, entry in config["models"].items():
+        for path in passage_file_paths(entry, config["languages"]) if passage_file_spec(entry) else ():
+            if not Path(path).is_file():
+                raise ConfigError(f"{source}: models.{name}.passages: {path} does not exist (a file of the passages "
+                                  f"model {name!r} is given, or their corpus)")
         if not reads_answer_files(entry):
             continue
         for path, lang in zip(answer_paths(entry, config["languages"]), config["languages"]):

@@ -12,7 +12,7 @@ from pathlib import Path
 from polyrag.config.queries import control_entry, control_name, finetune_adapter_dir
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
-from polyrag.systems.answer_files import language_path, reads_answer_files
+from polyrag.systems.answer_files import language_path, passage_file_spec, reads_answer_files
 from polyrag.systems.passages import CLOSED_BOOK, DEFAULT_MODE, ORACLE
 
 #: Keys naming local data, and the environment variable read when the key is null.
@@ -66,10 +66,10 @@ def resolve_local_data(config: dict, workflow_dir: Path) -> None:
         if section[key]:
             section[key] = local_path(section[key], workflow_dir)
     for entry in config["models"].values():
-        if reads_answer_files(entry):
-            for key in ("answers", "corpus"):
-                if entry[key]:
-                    entry[key] = local_pattern(entry[key], config["languages"], workflow_dir)
+        files = entry if reads_answer_files(entry) else passage_file_spec(entry)
+        for key in ("answers", "corpus", "file") if files else ():
+            if files.get(key):
+                files[key] = local_pattern(files[key], config["languages"], workflow_dir)
 
 
 def add_student(config: dict) -> None:

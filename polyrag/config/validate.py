@@ -29,7 +29,7 @@ from polyrag.judge.kinds import KINDS, judge_kind
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import split_pair
 from polyrag.meta_eval.memerag import ANNOTATION_LIST_VARIANTS, ONE_LABEL_HINT
-from polyrag.systems.answer_files import LANG, SUFFIXES, reads_answer_files
+from polyrag.systems.answer_files import LANG, SUFFIXES, passage_file_spec, reads_answer_files
 
 # Matched with fullmatch: a pattern ending in $ also accepts a name with a final line break.
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -146,6 +146,17 @@ def check_judge_backends(config: dict, source: str) -> None:
                               f"({what}); a judge is one of {', '.join(KINDS)}")
 
 
+def check_passage_files(name: str, spec: dict, source: str) -> None:
+    """A model given its passages from files: one file per language key, of a type polyrag reads."""
+    if LANG not in spec["file"]:
+        raise ConfigError(f"{source}: models.{name}.passages.file: {spec['file']!r} has no {LANG}; the passages are one "
+                          f"file per language key (e.g. my_run/{LANG}.jsonl)")
+    for key in ("file", "corpus"):
+        if spec.get(key) is not None and not spec[key].endswith(SUFFIXES):
+            raise ConfigError(f"{source}: models.{name}.passages.{key}: {spec[key]!r} is neither .jsonl nor .parquet "
+                              "(the file type is read from the extension)")
+
+
 def check_file_system(name: str, entry: dict, source: str) -> None:
     """A system read from files: one file per language key, of a type polyrag reads."""
     if LANG not in entry["answers"]:
@@ -185,6 +196,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         error = best_match(validator.iter_errors(config))
         if error is not None:
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
+    if config["arena"]["human_labels"] is not None:
+        check_human_labels(config, source)  # after the student joined: its judge may judge the student
     check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
                      mars_gold_pairs(config) if config["mars"] else [])
     check_known_truths(config, source)
@@ -276,10 +289,10 @@ def check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
         if reads_answer_files(entry):
             check_file_system(name, entry, source)
+        if spec := passage_file_spec(entry):
+            check_passage_files(name, spec, source)
     if config["mars"] is not None:
         check_mars(config, source)
-    if config["arena"]["human_labels"] is not None:
-        check_human_labels(config, source)
 
 
 def check_human_labels(config: dict, source: str) -> None:

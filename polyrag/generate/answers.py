@@ -16,7 +16,7 @@ from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.seeds import rng_for
-from polyrag.systems.passages import DEFAULT_MODE, passages_for
+from polyrag.systems.passages import DEFAULT_MODE, FILE, passages_for
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +49,29 @@ def foreign_answers(records: list[dict], foreign: list[dict], *seed_parts: objec
 
 
 def passages_mode(settings: dict) -> str:
-    """Which passages the system is given (``generation_settings``' ``passages``; default question)."""
-    return settings.get("passages", DEFAULT_MODE)
+    """Which passages the system is given (``generation_settings``' ``passages``; default question):
+    the answers' ``passage_source``, ``file`` for passages read from a file."""
+    mode = settings.get("passages", DEFAULT_MODE)
+    return FILE if isinstance(mode, dict) else mode
 
 
-def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] | None = None) -> list[Request]:
+def given_passages(records: list[dict], settings: dict, from_file: dict[str, list[dict]] | None) -> list[list[dict]]:
+    """Per question, the passages the system is given: read from its file (``from_file``, by query
+    id) or those of its mode (``settings["passages"]``)."""
+    mode = passages_mode(settings)
+    if (mode == FILE) != (from_file is not None):
+        raise ValueError("passages from a file need the file's passages (answer_files.given_from_file), and only they")
+    return [from_file[r["query_id"]] if from_file is not None else passages_for(r, mode) for r in records]
+
+
+def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] | None = None,
+                   from_file: dict[str, list[dict]] | None = None) -> list[Request]:
     """One request per question, its prompt built from the passages the system is given
-    (``settings["passages"]``); a mock system reads the same passages from its context."""
-    style, mode = settings["prompt"], passages_mode(settings)
+    (``given_passages``); a mock system reads the same passages from its context."""
+    style = settings["prompt"]
     requests = []
-    for record in records:
-        given = {**record, "passages": passages_for(record, mode)}
+    for record, passages in zip(records, given_passages(records, settings, from_file)):
+        given = {**record, "passages": passages}
         context = {
             **given,
             "answer_format": ANSWER_FORMAT[style],
@@ -82,18 +94,18 @@ def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] 
     return requests
 
 
-def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dict[str, str] | None = None) -> list[dict]:
-    """One answer row per question, with the passages the system was given (``settings["passages"]``).
+def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dict[str, str] | None = None,
+                     from_file: dict[str, list[dict]] | None = None) -> list[dict]:
+    """One answer row per question, with the passages the system was given (``given_passages``).
     A citation counts only when it names one of those passages. A request the model rejected (e.g. a
     prompt longer than its context) is a row with ``error`` set, and the job fails when more than
     ``max_failure_fraction`` were; a model that cannot be reached raises ``LLMUnavailable``."""
-    requests = build_requests(records, settings, foreign)
+    requests = build_requests(records, settings, foreign, from_file)
     responses = llm.generate(requests, desc=f"answers ({llm.backend.identity})")
     parse = parse_sectioned if ANSWER_FORMAT[settings["prompt"]] == "sections" else parse_plain
     mode = passages_mode(settings)
     rows, failed = [], 0
-    for record, response in zip(records, responses):
-        given = passages_for(record, mode)
+    for record, response, given in zip(records, responses, given_passages(records, settings, from_file)):
         shown = {"passages": given, "passage_source": mode}
         if not response.ok:
             failed += 1

@@ -81,6 +81,23 @@ def system_files(entry: Mapping, languages: list[str]) -> list[str]:
     return answer_paths(entry, languages) + corpus_paths(entry, languages)
 
 
+def passage_file_spec(entry: Mapping) -> Mapping | None:
+    """A language model's ``passages: {file, corpus}`` (the passages it is given come from a file,
+    e.g. a retrieval run of the user's own), else None."""
+    spec = entry.get("passages")
+    return spec if isinstance(spec, Mapping) else None
+
+
+def passage_file_paths(entry: Mapping, languages: list[str]) -> list[str]:
+    """The passage files (and their corpus) of a language model given its passages from files: the
+    inputs of its generation job."""
+    spec = passage_file_spec(entry)
+    if spec is None:
+        return []
+    corpus = list(dict.fromkeys(language_path(spec["corpus"], lang) for lang in languages)) if spec.get("corpus") else []
+    return [language_path(spec["file"], lang) for lang in languages] + corpus
+
+
 def _listed(ids: list[str]) -> str:
     more = f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else ""
     return f"{ids[:SHOWN]}{more}"
@@ -208,6 +225,46 @@ def _cited(row: Mapping, answer: str, docids: list[str], question: dict, where: 
     return cited
 
 
+def _distinct_docids(passages: list[dict], where: str) -> list[str]:
+    docids = [passage["docid"] for passage in passages]
+    duplicated = sorted({docid for docid in docids if docids.count(docid) > 1})
+    if duplicated:
+        raise DataError(f"{where}: duplicated docids {_listed(duplicated)} among its passages")
+    return docids
+
+
+def given_from_file(name: str, spec: Mapping, lang: str, records: list[dict], questions_path: str) -> dict[str, list[dict]]:
+    """The passages language model ``name`` is given per question of language key ``lang``, from its
+    ``passages: {file, corpus}``: rows of ``query_id`` and ``passages`` (docid, title, text) or
+    ``docids`` (found in ``corpus`` or among the question's passages), as in a system's answer file.
+    Rows of questions the config did not select are skipped (a retrieval run covers them all); a
+    selected question without a row stops the job, naming the file."""
+    path = language_path(spec["file"], lang)
+    corpus_path = language_path(spec["corpus"], lang) if spec.get("corpus") else None
+    questions = {record["query_id"]: record for record in records}
+    given, first = {}, {}
+    for position, row in read_rows(path):
+        where = f"{path}: {position}"
+        if not isinstance(row, Mapping) or row.get("query_id") is None:
+            raise DataError(f"{where}: expected an object with query_id and passages or docids")
+        query_id = _text_id(row["query_id"], where, "query_id")
+        if query_id in first:
+            raise DataError(f"{where}: query_id {query_id!r} again (first at {first[query_id]}); one row per question")
+        first[query_id] = position
+        if query_id in questions:
+            where = f"{where} (query_id {query_id})"
+            passages = _given_passages(row, where, questions[query_id], corpus_path, questions_path, f"{name}.passages")
+            _distinct_docids(passages, where)
+            given[query_id] = passages
+    missing = [record["query_id"] for record in records if record["query_id"] not in given]
+    if missing:
+        raise DataError(f"{path}: no row for {len(missing)} of the {len(records)} questions of {questions_path}: "
+                        f"{_listed(missing)}; models.{name}.passages.file must give the passages of every question")
+    log.info("%s: the passages of %d questions (%d rows of other questions skipped)", path, len(given),
+             len(first) - len(given))
+    return given
+
+
 def _unanswered(query_id: str, path: str) -> dict:
     return {"query_id": query_id, "raw_output": None, "reason": None, "answer": None, "cited_docids": [],
             "error": f"missing: no row in {path}", "passages": [], "passage_source": PASSAGE_SOURCE}
@@ -261,10 +318,7 @@ def system_answers(name: str, entry: Mapping, lang: str, records: list[dict], qu
             raise DataError(f"{where}: empty answer; leave the row out and set models.{name}.missing: unanswered "
                             "if the system gave no answer")
         passages = _given_passages(row, where, question, corpus_path, questions_path, name)
-        docids = [passage["docid"] for passage in passages]
-        duplicated = sorted({docid for docid in docids if docids.count(docid) > 1})
-        if duplicated:
-            raise DataError(f"{where}: duplicated docids {_listed(duplicated)} among its passages")
+        docids = _distinct_docids(passages, where)
         answers[query_id] = {
             "query_id": query_id,
             "raw_output": _optional_text(row, "raw_output", where) or answer,

@@ -25,6 +25,8 @@ from typing import Any
 from polyrag.errors import DataError
 
 QUESTION, ORACLE, CLOSED_BOOK = "question", "oracle", "closed_book"
+#: ``passage_source`` of passages read from a file: a system's answer file, or a model's ``passages: {file}``.
+FILE = "file"
 #: What a model entry's ``passages:`` may say; the answer's ``passage_source`` is the same word.
 PASSAGE_MODES = (QUESTION, ORACLE, CLOSED_BOOK)
 DEFAULT_MODE = QUESTION
