@@ -12,7 +12,8 @@ names an entry and its expectation. An entry says
 
 - ``reads``: the files it needs, by ingredient name; rules/checks.smk resolves each ingredient to
   the rule outputs that hold it (``leaderboard``, ``by_language``, ``detailed``, ``mars_systems``,
-  ``finetune_gain``, ``judge_games``, ``stand_in_arena``);
+  ``finetune_gain``, ``judge_games``, ``stand_in_arena``, ``answers`` of the checked models and
+  ``questions``, by language);
 - ``run``: (files, expected, settings) -> rows of ``subject, expected, observed, passed``.
 
 What each check needs from the config (what it lacks, the settings it reads) lives in
@@ -33,6 +34,8 @@ from polyrag.arena.games import position_bias, read_games
 from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.config.checks import turned_on
 from polyrag.csv_tables import read_table
+from polyrag.data.records import read_questions
+from polyrag.systems.passages import relevance
 
 COLUMNS = ["check", "subject", "expected", "observed", "passed"]
 
@@ -72,6 +75,46 @@ def mock_order(files: dict, expected: Any, settings: dict) -> list[dict]:
     by_language = read_table(files["by_language"])
     taus = {lang: mock_tau(table.set_index("model")["rank"], rates)
             for lang, table in by_language[by_language["model"].isin(list(rates))].groupby("lang", sort=False)}
+    off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
+    observed = f"1.00 in {len(taus) - len(off)} of {len(taus)} languages" + "".join(
+        f"; {lang}: {tau:.2f}" for lang, tau in off.items())
+    rows.append(row("every language", "Kendall tau 1.00 in every language", observed, taus and not off))
+    return rows
+
+
+# --- passage_order: grounded mocks rank as the share of questions they were given a relevant passage for
+
+
+def relevant_given_shares(answers: dict[str, str], questions: dict[str, str]) -> dict[str, float]:
+    """Per language, and pooled (``all``), the share of arena questions for which one system's
+    answers record a relevant passage among the passages it was given (``answers``, ``questions``:
+    paths by language)."""
+    found = {}
+    for lang, path in answers.items():
+        records = {r["query_id"]: r for r in read_questions(questions[lang]) if r["arena"]}
+        given = pd.read_parquet(path)
+        found[lang] = [any(relevance(records[q], p["docid"]) for p in passages)
+                       for q, passages in zip(given["query_id"], given["passages"]) if q in records]
+    shares = {lang: float(np.mean(hits)) for lang, hits in found.items()}
+    return {**shares, "all": float(np.mean([hit for hits in found.values() for hit in hits]))}
+
+
+def passage_order(files: dict, expected: Any, settings: dict) -> list[dict]:
+    """The grounded mocks' true quality is the share of questions they were given a relevant passage
+    for (their recall), read from their own answers; tau 1.0 of rank against it is expected."""
+    shares = {model: relevant_given_shares(files["answers"][model], files["questions"]) for model in settings["grounded"]}
+    misses = {model: 1.0 - share["all"] for model, share in shares.items()}  # lower is better, as an error rate
+    order = " > ".join(f"{model} ({share['all']:.2f})" for model, share in
+                       sorted(shares.items(), key=lambda item: -item[1]["all"]))
+    board = read_table(files["leaderboard"]).set_index("model")["rank"]
+    board = board[board.index.isin(list(misses))].sort_values()
+    tau = mock_tau(board, misses)
+    in_order = bool(np.isclose(tau, 1.0))
+    observed = f"tau {tau:.2f}" + ("" if in_order else f" ({' < '.join(board.index)})")
+    rows = [row("leaderboard", f"Kendall tau 1.00 of rank vs share given a relevant passage: {order}", observed, in_order)]
+    by_language = read_table(files["by_language"])
+    taus = {lang: mock_tau(table.set_index("model")["rank"], {m: 1.0 - shares[m][lang] for m in misses})
+            for lang, table in by_language[by_language["model"].isin(list(misses))].groupby("lang", sort=False)}
     off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
     observed = f"1.00 in {len(taus) - len(off)} of {len(taus)} languages" + "".join(
         f"; {lang}: {tau:.2f}" for lang, tau in off.items())
@@ -181,6 +224,7 @@ def label_anchored_agreement(files: dict, expected: Any, settings: dict) -> list
 
 CHECKS: dict[str, Check] = {  # the same names, in the same order, as polyrag.config.checks.NEEDS
     "mock_order": Check(reads=("leaderboard", "by_language"), run=mock_order),
+    "passage_order": Check(reads=("leaderboard", "by_language", "answers", "questions"), run=passage_order),
     "mars_coverage": Check(reads=("mars_systems",), run=mars_coverage),
     "position_bias": Check(reads=("judge_games",), run=position_bias_check),
     "finetune_gain": Check(reads=("finetune_gain",), run=finetune_gain),

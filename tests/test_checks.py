@@ -195,3 +195,36 @@ def test_the_config_names_exactly_the_registered_checks_and_the_demo_turns_them_
 
 def test_every_check_has_its_config_needs_under_the_same_name_in_the_same_order():
     assert list(NEEDS) == list(CHECKS)
+
+
+def grounded_tables(tmp_path, board_order, found):
+    """Answers of grounded mocks that were given a relevant passage for ``found[model]`` of 4 arena
+    questions per language (and for every question outside the arena sample, which must not count)."""
+    from polyrag.data.records import write_questions
+
+    files = mock_tables(tmp_path, board_order, {"en": board_order, "de": board_order})
+    files.update(answers={}, questions={})
+    for lang in ("en", "de"):
+        records = [{"query_id": f"q{i}", "query": "?", "relevant_docids": [f"r{i}"], "language": lang, "arena": i < 4,
+                    "passages": [{"docid": f"r{i}", "title": "", "text": "yes"}, {"docid": f"n{i}", "title": "", "text": "no"}]}
+                   for i in range(6)]
+        write_questions(records, tmp_path / f"{lang}.parquet")
+        files["questions"][lang] = str(tmp_path / f"{lang}.parquet")
+        for model, count in found.items():
+            given = [[{"docid": f"r{i}" if i < count or i >= 4 else f"n{i}", "title": "", "text": "t"}] for i in range(6)]
+            path = tmp_path / f"{model}-{lang}.parquet"
+            pd.DataFrame({"query_id": [f"q{i}" for i in range(6)], "passages": given}).to_parquet(path)
+            files["answers"].setdefault(model, {})[lang] = str(path)
+    return files
+
+
+def test_passage_order_reads_the_truth_from_the_answers_passages(tmp_path):
+    found = {"oracle": 4, "recall-75": 3, "recall-25": 1, "closed": 0}
+    files = grounded_tables(tmp_path, ["oracle", "mock-perfect", "recall-75", "recall-25", "closed"], found)
+    board, languages = one("passage_order", files, True, {"grounded": sorted(found)})
+    assert board["passed"] and languages["passed"] and languages["observed"] == "1.00 in 2 of 2 languages"
+    assert "oracle (1.00) > recall-75 (0.75) > recall-25 (0.25) > closed (0.00)" in board["expected"]
+    # the truth is what the answers were given: the run called 75 that found one question fails
+    files = grounded_tables(tmp_path, ["oracle", "recall-75", "recall-25", "closed"], {**found, "recall-75": 1, "recall-25": 3})
+    board, languages = one("passage_order", files, True, {"grounded": sorted(found)})
+    assert not board["passed"] and not languages["passed"] and "recall-25 (0.75) > recall-75 (0.25)" in board["expected"]

@@ -340,7 +340,7 @@ def test_an_edited_data_file_reruns_the_jobs_that_read_it(demo_config, repo, tmp
     assert f"{tmp_path}/train/zh.jsonl" in finetune
 
 
-KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_order, position_bias)"
+KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_order, passage_order, position_bias)"
 
 
 @pytest.mark.parametrize(
@@ -352,6 +352,10 @@ KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_
         (lambda c: c["models"]["mock-80"].update(error_rate=0.5),
          "checks.mock_order: needs at least two mock systems (backend: mock), each with an error_rate of its own, "
          "found {'mock-perfect': 0.0, 'mock-20': 0.2, 'mock-50': 0.5, 'mock-80': 0.5}"),
+        (lambda c: [c["models"].pop(name) for name in ("mock-recall-50", "mock-recall-17")] and
+         c["models"]["mock-recall-83"].pop("baselines"),
+         "checks.passage_order: needs at least two grounded mock systems (backend: mock, grounded: true) given "
+         "different passages, found ['mock-recall-83']"),
         (lambda c: c["mars"].update(meta_eval=None), "checks.mars_coverage: needs mars: with meta_eval:"),
         (lambda c: c["checks"].update(position_bias=["gemma-judge", "gpt-judge"]),
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
@@ -380,6 +384,7 @@ def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
     config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
     config["arena"]["human_labels"] = None
     assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
-                                             "mars_coverage": None, "label_anchored_agreement": False}
+                                             "passage_order": False, "mars_coverage": None,
+                                             "label_anchored_agreement": False}
     del config["checks"]
     assert check(copy.deepcopy(config), repo)["checks"] is None

@@ -44,6 +44,20 @@ def mock_order_lacks(config: dict, expected: Any) -> str | None:
     return None
 
 
+def grounded_mocks(config: dict) -> list[str]:
+    """The grounded mock systems: right exactly when a relevant passage is among those given."""
+    return sorted(name for name, entry in config["models"].items() if entry["backend"] == "mock" and entry.get("grounded"))
+
+
+def passage_order_lacks(config: dict, expected: Any) -> str | None:
+    if arena_judge(config) is None:
+        return "needs an arena (a judge under judges:) to rank the grounded mock systems"
+    if len(grounded_mocks(config)) < 2:
+        return (f"needs at least two grounded mock systems (backend: mock, grounded: true) given different passages, "
+                f"found {grounded_mocks(config) or 'none'}")
+    return None
+
+
 def mars_coverage_lacks(config: dict, expected: Any) -> str | None:
     if not config["mars"] or not config["mars"]["meta_eval"]:
         return "needs mars: with meta_eval: (the mock systems of known accuracy)"
@@ -88,6 +102,8 @@ def stand_in_labeller(config: dict, expected: Any) -> dict:
 NEEDS: dict[str, Needs] = {
     "mock_order": Needs(lacks=mock_order_lacks,
                         settings=lambda config, expected: {"error_rates": mock_error_rates(config)}),
+    "passage_order": Needs(lacks=passage_order_lacks,
+                           settings=lambda config, expected: {"grounded": grounded_mocks(config)}),
     "mars_coverage": Needs(lacks=mars_coverage_lacks),
     "position_bias": Needs(lacks=position_bias_lacks),
     "finetune_gain": Needs(lacks=finetune_gain_lacks, settings=finetune_names),
