@@ -143,3 +143,26 @@ rule merge_features:
         "../envs/core.yaml"
     script:
         "../scripts/merge_features.py"
+
+
+# One model's features in every language, in one file: what the surrogate, which reads every
+# model's, declares as its input.
+rule feature_manifest:
+    input:
+        expand(FEATURES, lang=LANGUAGES, allow_missing=True),
+    output:
+        FEATURES_MANIFEST,
+    params:
+        groups=lambda wildcards, input: {"features": dict(zip(LANGUAGES, map(str, input)))},
+    localrule: True  # hashes a few files: seconds
+    log:
+        "logs/manifest/features/{model}.log",
+    benchmark:
+        "results/benchmarks/manifest/features/{model}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/manifest.py"
