@@ -66,6 +66,7 @@ def test_jobs_that_read_many_models_list_manifests_and_one_games_file(repo, tmp_
     and both models' answers in every language), the statistics one games file per judge and
     language (not one per pair), and the surrogate one job per judge reading features manifests."""
     tiny_config(repo, tmp_path, languages=["en", "de", "hi"],
+                features={"embedding_resources": {"gpu": 1, "threads": 2}},
                 **{f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 20, 50)})
     output = dry_run(repo, tmp_path, "--cores", "4")
     jobs = scheduled_jobs(output)
@@ -85,6 +86,9 @@ def test_jobs_that_read_many_models_list_manifests_and_one_games_file(repo, tmp_
     assert [p for p in job_field(surrogate, "input") if "features" in p] == [
         f"results/features/{model}/manifest.json" for model in ("mock-0", "mock-20", "mock-50")]
     assert job_field(surrogate, "output")[:3] == [f"results/arena/reference/{lang}/surrogate.csv" for lang in ("en", "de", "hi")]
+    # the embedding job asks for what features.embedding_resources says (default: no GPU, 1 thread)
+    embedding = job_block(output, "embedding_features", "model=mock-0")
+    assert "gpu=1" in job_field(embedding, "resources") and job_field(embedding, "threads") == ["2"]
 
 
 @pytest.mark.slow
