@@ -5,6 +5,11 @@ from polyrag.config.queries import arena_judge, budget_spec, families, judged_mo
 
 JUDGED = judged_models(config)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
+# The surrogate judge's outputs per judge and language (rule surrogate writes every language's).
+SURROGATE_TABLE = "results/arena/{judge}/{lang}/surrogate.csv"
+SURROGATE_BOOTSTRAP = "results/arena/{judge}/{lang}/surrogate_bootstrap.parquet"
+SURROGATE_METRICS = "results/arena/{judge}/{lang}/surrogate_metrics.json"
+SURROGATE_FEATURES = "results/arena/{judge}/{lang}/model_features.csv"
 
 
 # Under arena.budget: round k of a judge and language picks its units (pair, question) from the
@@ -151,31 +156,41 @@ rule judge_agreement:
         "../scripts/judge_agreement.py"
 
 
+# The surrogate judge of every language of one judge, in one job. Each language's held-out evaluation
+# (50 refits, nearly all the CPU) is kept in cache_dir/surrogate_held_out, keyed by what it reads,
+# so after a model that is not judged is added each language costs one fit and its predictions
+# (about a second), and the job's imports (scikit-learn, pandas: 3 CPU-s) are paid once, not once
+# a language: with a job per language they made adding one model cost 2.3 times its own jobs' CPU
+# at 4 languages. On a cluster this is one submission per judge instead of one per language; when
+# every evaluation reruns (a judged model added: 3.5 CPU-min a language at 20 models) the forests
+# fit on the job's 8 threads (the same results on any number: polyrag/arena/surrogate.py), about
+# 10 minutes for 18 languages, beside the hours of judging the new model's pairs.
 rule surrogate:
     input:
-        questions=QUESTIONS,
-        features=expand(FEATURES, model=MODELS, allow_missing=True),
-        bradley_terry=rules.bradley_terry.output.table,
-        bootstrap=rules.bradley_terry.output.bootstrap,
-        tournaments=rules.bradley_terry.output.tournaments,
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        features=expand(FEATURES_MANIFEST, model=MODELS),  # every model's, in every language
+        bradley_terry=expand(rules.bradley_terry.output.table, lang=LANGUAGES, allow_missing=True),
+        bootstrap=expand(rules.bradley_terry.output.bootstrap, lang=LANGUAGES, allow_missing=True),
+        tournaments=expand(rules.bradley_terry.output.tournaments, lang=LANGUAGES, allow_missing=True),
     output:
-        table="results/arena/{judge}/{lang}/surrogate.csv",
-        bootstrap="results/arena/{judge}/{lang}/surrogate_bootstrap.parquet",
-        metrics="results/arena/{judge}/{lang}/surrogate_metrics.json",
-        features="results/arena/{judge}/{lang}/model_features.csv",
+        table=expand(SURROGATE_TABLE, lang=LANGUAGES, allow_missing=True),
+        bootstrap=expand(SURROGATE_BOOTSTRAP, lang=LANGUAGES, allow_missing=True),
+        metrics=expand(SURROGATE_METRICS, lang=LANGUAGES, allow_missing=True),
+        features=expand(SURROGATE_FEATURES, lang=LANGUAGES, allow_missing=True),
     params:
+        languages=LANGUAGES,
         models=MODELS,
         surrogate=config["arena"]["surrogate"],
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/arena/{judge}/{lang}/surrogate.log",
+        "logs/arena/{judge}/surrogate.log",
     benchmark:
-        "results/benchmarks/arena/{judge}/{lang}/surrogate.tsv"
-    threads: 2
+        "results/benchmarks/arena/{judge}/surrogate.tsv"
+    threads: 8
     resources:
         mem_mb=4000,
-        runtime=60,
+        runtime=30 + 5 * len(LANGUAGES),
     conda:
         "../envs/core.yaml"
     script:
@@ -186,8 +201,8 @@ rule leaderboard:
     input:
         bradley_terry=expand(rules.bradley_terry.output.table, judge=ARENA_JUDGE, lang=LANGUAGES),
         bootstrap=expand(rules.bradley_terry.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
-        surrogate=expand(rules.surrogate.output.table, judge=ARENA_JUDGE, lang=LANGUAGES),
-        surrogate_bootstrap=expand(rules.surrogate.output.bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
+        surrogate=expand(SURROGATE_TABLE, judge=ARENA_JUDGE, lang=LANGUAGES),
+        surrogate_bootstrap=expand(SURROGATE_BOOTSTRAP, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
         # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
@@ -206,6 +221,8 @@ rule leaderboard:
     localrule: True
     log:
         "logs/arena/leaderboard.log",
+    benchmark:
+        "results/benchmarks/arena/leaderboard.tsv"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -226,6 +243,8 @@ rule leaderboard_table:
     localrule: True
     log:
         "logs/arena/leaderboard_table.log",
+    benchmark:
+        "results/benchmarks/arena/leaderboard_table.tsv"
     conda:
         "../envs/core.yaml"
     script:
@@ -266,8 +285,8 @@ rule arena_plots:
     input:
         leaderboard=rules.leaderboard.output.detailed,
         by_language=rules.leaderboard.output.by_language,
-        surrogate_metrics=expand(rules.surrogate.output.metrics, judge=ARENA_JUDGE, lang=LANGUAGES),
-        model_features=expand(rules.surrogate.output.features, judge=ARENA_JUDGE, lang=LANGUAGES),
+        surrogate_metrics=expand(SURROGATE_METRICS, judge=ARENA_JUDGE, lang=LANGUAGES),
+        model_features=expand(SURROGATE_FEATURES, judge=ARENA_JUDGE, lang=LANGUAGES),
     output:
         rank_heatmap=report("results/plots/rank_heatmap.png", caption="../report/rank_heatmap.rst", category="Arena"),
         logits=report("results/plots/bt_logits.png", caption="../report/bt_logits.rst", category="Arena"),
@@ -283,6 +302,8 @@ rule arena_plots:
     localrule: True
     log:
         "logs/arena/plots.log",
+    benchmark:
+        "results/benchmarks/arena/plots.tsv"
     resources:
         mem_mb=2000,
         runtime=10,

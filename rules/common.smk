@@ -51,6 +51,10 @@ FT = config["finetune"]  # the student already joined MODELS under FT["name"] (v
 QUESTIONS = "results/data/{lang}.parquet"
 ANSWERS = "results/answers/{model}/{lang}.parquet"
 FEATURES = "results/features/{model}/{lang}.parquet"
+# One model's files in every language, in one small file that jobs reading them for many models
+# declare as their input (polyrag/manifest.py): a readable dry run at 18 languages.
+ANSWERS_MANIFEST = "results/answers/{model}/manifest.json"
+FEATURES_MANIFEST = "results/features/{model}/manifest.json"
 
 
 def alternatives(names):
@@ -76,11 +80,11 @@ def resource(name, entry, resources=model_resources):
 def all_targets():
     """Rule all's inputs; called at the end of the Snakefile, once every stage's rules exist."""
     return (
-        expand(QUESTIONS, lang=LANGUAGES)
-        + expand(ANSWERS, model=MODELS, lang=LANGUAGES)
-        + expand(FEATURES, model=MODELS, lang=LANGUAGES)
+        # every model's answers and features in every language, through their manifests (one path each)
+        expand(ANSWERS_MANIFEST, model=MODELS)
+        + expand(FEATURES_MANIFEST, model=MODELS)
         # The surrogate of the leaderboard's judge only (other judges' on demand): it costs seconds a fit.
-        + expand(rules.surrogate.output.table, judge=ARENA_JUDGE or [], lang=LANGUAGES)
+        + expand(SURROGATE_TABLE, judge=ARENA_JUDGE or [], lang=LANGUAGES)
         + expand(rules.judge_diagnostics.output.diagnostics, judge=JUDGES, lang=LANGUAGES)
         + expand(rules.style_control.output.style_table, judge=JUDGES, lang=LANGUAGES)
         + ([rules.leaderboard.output.leaderboard, rules.leaderboard_table.output[0],

@@ -32,6 +32,9 @@ rule deterministic_features:
         "../scripts/deterministic_features.py"
 
 
+# Jobs of several models at once share one store of vectors (cache_dir/embeddings), in which each
+# distinct text is embedded once: the reference answers, the same in every model's job, are claimed
+# by one job and read by the others (polyrag/features/embedding.py).
 rule embedding_features:
     input:
         questions=expand(QUESTIONS, lang=LANGUAGES),
@@ -44,9 +47,11 @@ rule embedding_features:
         "logs/features/{model}/embedding.log",
     benchmark:
         "results/benchmarks/features/{model}/embedding.tsv"
+    threads: resource("threads", config, embedding_resources)
     resources:
-        mem_mb=2000,
-        runtime=30,
+        gpu=resource("gpu", config, embedding_resources),
+        mem_mb=resource("mem_mb", config, embedding_resources),
+        runtime=resource("runtime", config, embedding_resources),
     conda:
         "../envs/core.yaml"
     script:
@@ -143,3 +148,26 @@ rule merge_features:
         "../envs/core.yaml"
     script:
         "../scripts/merge_features.py"
+
+
+# One model's features in every language, in one file: what the surrogate, which reads every
+# model's, declares as its input.
+rule feature_manifest:
+    input:
+        expand(FEATURES, lang=LANGUAGES, allow_missing=True),
+    output:
+        FEATURES_MANIFEST,
+    params:
+        groups=lambda wildcards, input: {"features": dict(zip(LANGUAGES, map(str, input)))},
+    localrule: True  # hashes a few files: seconds
+    log:
+        "logs/manifest/features/{model}.log",
+    benchmark:
+        "results/benchmarks/manifest/features/{model}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/manifest.py"

@@ -35,3 +35,31 @@ rule generate_answers:
         "../envs/llm.yaml"
     script:
         "../scripts/generate_answers.py"
+
+
+# One model's answers and their questions in every language, in one file: what a judging job
+# declares as its input (two paths per pair of models instead of 56 at 18 languages). It takes
+# those files as its inputs, so a changed answer reruns it and every job that reads it.
+rule answer_manifest:
+    input:
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+    output:
+        ANSWERS_MANIFEST,
+    params:
+        groups=lambda wildcards, input: {
+            "questions": dict(zip(LANGUAGES, map(str, input.questions))),
+            "answers": dict(zip(LANGUAGES, map(str, input.answers))),
+        },
+    localrule: True  # hashes a few files: seconds
+    log:
+        "logs/manifest/answers/{model}.log",
+    benchmark:
+        "results/benchmarks/manifest/answers/{model}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/manifest.py"

@@ -14,9 +14,8 @@ include: "inputs/judge.smk"
 
 rule judge_pair:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers_a=expand(ANSWERS, model="{model_a}", lang=LANGUAGES),
-        answers_b=expand(ANSWERS, model="{model_b}", lang=LANGUAGES),
+        # the questions and both models' answers in every language, through each model's manifest
+        answers=expand(ANSWERS_MANIFEST, model=["{model_a}", "{model_b}"]),
         languages=answer_language_files,
         recorded=recorded_verdict_files,
     output:
@@ -46,8 +45,7 @@ rule judge_pair:
 
 rule judge_pairs_local_model:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=contestant_answers,
+        answers=contestant_manifests,
     output:
         expand(JUDGE_GAMES, lang=LANGUAGES, allow_missing=True),
     wildcard_constraints:
@@ -72,6 +70,32 @@ rule judge_pairs_local_model:
         "../envs/llm.yaml"
     script:
         "../scripts/judge_pairs.py"
+
+
+# A judge called per pair: its games in one language gathered from the pairs' files into one, as a
+# judge on local weights writes it, so that the statistics (Bradley-Terry, style control,
+# diagnostics, agreement, gold units) each read one file, not one per pair (190 at 20 models, and
+# a dry run printed each path in every one of them). Adding a judged model reruns this copy
+# (seconds); a model that is not judged adds no pair, and nothing here reruns.
+rule gather_games:
+    input:
+        pair_games_files,
+    output:
+        JUDGE_GAMES,
+    wildcard_constraints:
+        judge=alternatives(PER_PAIR_JUDGES),
+    localrule: True
+    log:
+        "logs/judge/{judge}/{lang}/gather.log",
+    benchmark:
+        "results/benchmarks/judge/{judge}/{lang}/gather.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/gather_games.py"
 
 
 # A panel (a jury) votes per game with its members' verdicts, on the games every member judged

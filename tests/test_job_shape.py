@@ -49,6 +49,48 @@ def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):
     assert [path for path in inputs[0].split(", ") if "judgments" in path] == ["results/judgments/local-judge/de/games.parquet"]
 
 
+def job_block(output, rule, wildcards):
+    """The dry run's block of the job of ``rule`` with these wildcards (as Snakemake prints them)."""
+    blocks = [block for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output)
+              if re.match(rf"(?:local)?rule {rule}:\n", block) and f"wildcards: {wildcards}\n" in block + "\n"]
+    assert len(blocks) == 1, (rule, wildcards, len(blocks))
+    return blocks[0]
+
+
+def job_field(block, field):
+    return re.search(rf"^    {field}: ([^\n]*)$", block, re.MULTILINE).group(1).split(", ")
+
+
+def test_jobs_that_read_many_models_list_manifests_and_one_games_file(repo, tmp_path):
+    """A readable dry run: a pair's judging job lists its two models' manifests (not the questions
+    and both models' answers in every language), the statistics one games file per judge and
+    language (not one per pair), and the surrogate one job per judge reading features manifests."""
+    tiny_config(repo, tmp_path, languages=["en", "de", "hi"],
+                features={"embedding_resources": {"gpu": 1, "threads": 2}},
+                **{f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 20, 50)})
+    output = dry_run(repo, tmp_path, "--cores", "4")
+    jobs = scheduled_jobs(output)
+    assert jobs["judge_pair"] == 3 and jobs["gather_games"] == 3 and jobs["surrogate"] == 1
+    assert jobs["answer_manifest"] == jobs["feature_manifest"] == 3
+    pair = job_block(output, "judge_pair", "judge=reference, model_a=mock-0, model_b=mock-20")
+    assert job_field(pair, "input") == ["results/answers/mock-0/manifest.json", "results/answers/mock-20/manifest.json",
+                                        "results/features/mock-0/answer_languages.parquet",
+                                        "results/features/mock-20/answer_languages.parquet"]
+    gather = job_block(output, "gather_games", "judge=reference, lang=de")
+    assert job_field(gather, "input") == [f"results/judgments/reference/de/{a}__{b}.parquet"
+                                          for a, b in [("mock-0", "mock-20"), ("mock-0", "mock-50"), ("mock-20", "mock-50")]]
+    for rule in ("bradley_terry", "style_control", "judge_diagnostics"):
+        inputs = job_field(job_block(output, rule, "judge=reference, lang=de"), "input")
+        assert [path for path in inputs if "judgments" in path] == ["results/judgments/reference/de/games.parquet"], rule
+    surrogate = job_block(output, "surrogate", "judge=reference")
+    assert [p for p in job_field(surrogate, "input") if "features" in p] == [
+        f"results/features/{model}/manifest.json" for model in ("mock-0", "mock-20", "mock-50")]
+    assert job_field(surrogate, "output")[:3] == [f"results/arena/reference/{lang}/surrogate.csv" for lang in ("en", "de", "hi")]
+    # the embedding job asks for what features.embedding_resources says (default: no GPU, 1 thread)
+    embedding = job_block(output, "embedding_features", "model=mock-0")
+    assert "gpu=1" in job_field(embedding, "resources") and job_field(embedding, "threads") == ["2"]
+
+
 @pytest.mark.slow
 def test_mirage_bench_at_20_models_and_18_languages_submits_a_few_hundred_jobs(repo, tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(scaled_config(20), sort_keys=False))

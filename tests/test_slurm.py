@@ -87,7 +87,8 @@ def test_leaderboard_through_the_slurm_profile_equals_a_local_run(slurm_cluster,
     executed = re.findall(r"^(local)?rule (\w+):$", log, re.MULTILINE)
     assert sorted(re.sub(r"_wildcards_.*", "", name).removeprefix("rule_") for name in submitted) == sorted(
         rule for local_flag, rule in executed if not local_flag)
-    assert {rule for local_flag, rule in executed if local_flag} == {"merge_features", "judge_pair", "leaderboard"}
+    assert {rule for local_flag, rule in executed if local_flag} == {
+        "merge_features", "answer_manifest", "feature_manifest", "judge_pair", "gather_games", "leaderboard"}
     # One job per model for generation and for each feature group (every language inside it).
     assert [name for name in submitted if "generate_answers" in name] == [
         f"rule_generate_answers_wildcards_{model}" for model in ("mock-0", "mock-50", "mock-gpu")]

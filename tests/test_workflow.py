@@ -396,22 +396,26 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # mock-20's three new pairs (one job each, every language in it), and the aggregate rules of
     # the judge that judges mock-20 (reference): the Gemma judge's contestants are unchanged, so it
     # is not rerun and neither are its fits, nor the panel (the games both members judged).
-    per_model = {"generate_answers": 2, "deterministic_features": 2, "embedding_features": 2, "merge_features": 2}
-    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2,
+    per_model = {"generate_answers": 2, "answer_manifest": 2, "deterministic_features": 2, "embedding_features": 2,
+                 "merge_features": 2, "feature_manifest": 2}
+    # the reference judge's games gathered per language; the surrogate one job for every language
+    aggregate = {"gather_games": 2, "bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 1,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
                  "checks": 1, "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
                  for pair in ("gemma-270m__mock-20", "mock-0__mock-20", "mock-20__mock-50")}
-    assert {o for o in outputs if "judgments" in o} == new_pairs
+    assert {o for o in outputs if "judgments" in o} == new_pairs | {f"results/judgments/reference/{lang}/games.parquet"
+                                                                    for lang in ("en", "hi")}
     assert "results/features/new-model/hi.parquet" in dry.stdout
     # A judged: false model alone: no judgments and no Bradley-Terry refit, only the surrogates on.
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"],
                 **{**config["models"], "new-model": models["new-model"]})
     dry = snakemake(repo, workdir, "-n")
-    assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "deterministic_features": 1,
-                                          "embedding_features": 1, "merge_features": 1, "surrogate": 2,
+    assert scheduled_jobs(dry.stdout) == {"generate_answers": 1, "answer_manifest": 1, "deterministic_features": 1,
+                                          "embedding_features": 1, "merge_features": 1, "feature_manifest": 1,
+                                          "surrogate": 1,
                                           "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
                                           "arena_plots": 1, "checks": 1, "all": 1}
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"])
@@ -590,10 +594,11 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
                             "gradient_checkpointing": False}}
     (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": finetune}, allow_unicode=True))
     stages = {"teacher_answers": 1, "curate_training_set": 1, "train_student": 1, "finetune_gain": 1}
-    per_model = {"generate_answers": 1, "deterministic_features": 1, "embedding_features": 1, "merge_features": 1,
-                 "mars_scores": 1}
-    aggregate = {"bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 2, "judge_agreement": 2,
-                 "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1, "checks": 1, "all": 1}
+    per_model = {"generate_answers": 1, "answer_manifest": 1, "deterministic_features": 1, "embedding_features": 1,
+                 "merge_features": 1, "feature_manifest": 1, "mars_scores": 1}
+    aggregate = {"gather_games": 2, "bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 1,
+                 "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
+                 "checks": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     # The student and its control (sft-base): each model's jobs twice, and their pairs with the
@@ -606,7 +611,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     assert {o for o in outputs if o.startswith("results/judgments/reference/")} == {
         f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
         for pair in ("gemma-270m__sft", "mock-0__sft", "mock-50__sft", "gemma-270m__sft-base", "mock-0__sft-base",
-                     "mock-50__sft-base", "sft__sft-base")}
+                     "mock-50__sft-base", "sft__sft-base", "games")}
     built = snakemake(repo, workdir, "--cores", "2")
     assert built.returncode == 0, built.stderr[-3000:]
     assert (workdir / "results" / "finetune" / "sft" / "loss.csv").is_file()

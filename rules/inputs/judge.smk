@@ -16,9 +16,10 @@ try:
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {CONFIG_SOURCE}: {error}") from None
 
-# Where games live: a file per judge, language and sorted pair; one file of every pair for a judge
-# on local weights (one job writes them all; one file keeps the DAG small) and for a panel (one
-# vote over its members' files); one per round of a budgeted judge, whose units arena_round chose.
+# Where games live: a file per judge, language and sorted pair for a judge called per pair, which
+# rule gather_games copies into one file per judge and language; that one file (games.parquet) is
+# what a judge on local weights writes (one job writes them all) and a panel too (one vote over its
+# members' files); one per round of a budgeted judge, whose units arena_round chose.
 PAIR_GAMES = "results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet"
 JUDGE_GAMES = "results/judgments/{judge}/{lang}/games.parquet"
 ROUND_GAMES = "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet"
@@ -40,12 +41,19 @@ def games_path(judge, lang, model_a, model_b):
 
 
 def judgment_paths(judge, lang, pairs=None):
-    """The games files of one judge and language holding ``pairs`` (default: every pair it
-    judges), each once; a budgeted judge's rounds hold any pair."""
+    """The games files of one judge and language holding ``pairs``, each once; by default (every
+    pair it judges) the one file of all its games (JUDGE_GAMES), or a budgeted judge's rounds."""
     if judge in ROUND_JUDGES:
         return round_paths(ROUND_GAMES, judge, lang)
-    pairs = judge_pairs(config, judge) if pairs is None else pairs
+    if pairs is None:
+        return [JUDGE_GAMES.format(judge=judge, lang=lang)]
     return list(dict.fromkeys(games_path(judge, lang, a, b) for a, b in pairs))
+
+
+def pair_games_files(wildcards):
+    """The files of every pair a judge called per pair judges, in one language (rule gather_games)."""
+    return [PAIR_GAMES.format(judge=wildcards.judge, lang=wildcards.lang, model_a=a, model_b=b)
+            for a, b in judge_pairs(config, wildcards.judge)]
 
 
 def round_paths(pattern, judge, lang, rounds=None):
@@ -69,9 +77,10 @@ def contestants(wildcards):
     return judge_contestants(config, wildcards.judge)
 
 
-def contestant_answers(wildcards):
-    """The answers of this judge's contestants in every language (a judging job's input)."""
-    return expand(ANSWERS, model=contestants(wildcards), lang=LANGUAGES)
+def contestant_manifests(wildcards):
+    """The answers (and questions) of this judge's contestants in every language, one manifest per
+    model (a judging job's input)."""
+    return expand(ANSWERS_MANIFEST, model=contestants(wildcards))
 
 
 def contestant_answers_in_language(wildcards):
