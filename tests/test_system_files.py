@@ -481,6 +481,7 @@ def test_a_grounded_mock_given_passages_from_a_file_is_right_exactly_when_one_is
 
 def test_a_missing_run_file_is_refused_at_config_time(tmp_path):
     config = yaml.safe_load(open("config.yaml"))
-    config["models"]["mock-recall-50"]["passages"]["file"] = str(tmp_path / "nowhere/{lang}.jsonl")
+    config["models"]["mock-recall-50"] = {"backend": "mock", "grounded": True,
+                                          "passages": {"file": str(tmp_path / "nowhere/{lang}.jsonl")}}
     with pytest.raises(ConfigError, match=r"models.mock-recall-50.passages: .*nowhere/en.jsonl does not exist"):
         validate_config(config, "schemas/config.schema.yaml", "config.yaml")

@@ -57,7 +57,8 @@ def judge_labels(items: pd.DataFrame, judges: dict, metrics: list[str]) -> dict[
     item without a document with an empty one."""
     labels = {}
     has_answer = items["Answer"].notna().to_numpy()
-    has_document = items["Document"].notna().to_numpy()
+    # items of answer-based metrics alone may come without a Document column
+    has_document = items["Document"].notna().to_numpy() if "Document" in items else np.ones(len(items), dtype=bool)
     for metric in metrics:
         usable = np.ones(len(items), dtype=bool)
         if metric in ANSWER_BASED:
