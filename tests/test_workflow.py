@@ -153,7 +153,7 @@ def test_arena_tables_leaderboard_and_report(run, repo):
         held_out = json.loads((arena / "surrogate_metrics.json").read_text())["held_out"]
         assert "at least 4" in held_out["skipped"]  # 3 judged models: too few to leave 2 out
         diagnostics = pd.read_csv(arena / "judge_diagnostics.csv")
-        games = pd.concat([pd.read_parquet(p) for p in (workdir / "results" / "judgments" / "reference" / lang).glob("*.parquet")])
+        games = read_judge_games(workdir, "reference", lang)
         decisive = games[games["verdict"].isin(["model_a", "model_b"])]
         first_wins = (decisive["model_a"].where(decisive["verdict"] == "model_a", decisive["model_b"])
                       == decisive["shown_first"]).sum()
@@ -187,8 +187,10 @@ def test_arena_tables_leaderboard_and_report(run, repo):
 
 
 def read_judge_games(workdir, judge, lang):
-    return pd.concat([pd.read_parquet(path) for path in sorted((workdir / "results" / "judgments" / judge / lang).glob("*.parquet"))],
-                     ignore_index=True)
+    """The judge's pair files (not games.parquet, which gathers them)."""
+    paths = sorted(path for path in (workdir / "results" / "judgments" / judge / lang).glob("*.parquet")
+                   if path.name != "games.parquet")
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
 
 
 def test_judge_diagnostics_panel_and_style_control(run):
@@ -554,7 +556,8 @@ def test_cluster_dry_run_requests_gpus_per_model(repo):
         cwd=repo, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    jobs = re.findall(r"output: results/answers/([^/]+)/[^\n]+\n(?:.*\n)*?\s+resources: ([^\n]+)", result.stdout)
+    jobs = re.findall(r"output: results/answers/([^/]+)/[^\n]+\.parquet[^\n]*\n(?:.*\n)*?\s+resources: ([^\n]+)",
+                      result.stdout)  # generation jobs, not the manifest jobs that list their answers
     gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
     assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
     assert len(jobs) == 6  # one generation job per model, for all 18 languages
@@ -607,7 +610,8 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
                                           "judge_pair": 7, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     assert {o for o in outputs if o.startswith("results/answers/")} == {
-        f"results/answers/{model}/{lang}.parquet" for model in ("sft", "sft-base") for lang in ("en", "hi")}
+        f"results/answers/{model}/{name}" for model in ("sft", "sft-base") for name in ("en.parquet", "hi.parquet",
+                                                                                         "manifest.json")}
     assert {o for o in outputs if o.startswith("results/judgments/reference/")} == {
         f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
         for pair in ("gemma-270m__sft", "mock-0__sft", "mock-50__sft", "gemma-270m__sft-base", "mock-0__sft-base",
