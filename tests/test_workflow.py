@@ -187,9 +187,9 @@ def test_arena_tables_leaderboard_and_report(run, repo):
 
 
 def read_judge_games(workdir, judge, lang):
-    """The judge's pair files (not games.parquet, which gathers them)."""
-    paths = sorted(path for path in (workdir / "results" / "judgments" / judge / lang).glob("*.parquet")
-                   if path.name != "games.parquet")
+    """The judge's pair files (not games.parquet, which gathers them); a panel has only games.parquet."""
+    folder = workdir / "results" / "judgments" / judge / lang
+    paths = sorted(path for path in folder.glob("*.parquet") if path.name != "games.parquet") or [folder / "games.parquet"]
     return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
 
 
@@ -631,4 +631,5 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     assert scheduled_jobs(dry.stdout) == {**stages, **per_model, "judge_pair": 4, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     assert {o for o in outputs if o.startswith("results/answers/")} == {"results/answers/sft/en.parquet",
-                                                                        "results/answers/sft/hi.parquet"}
+                                                                        "results/answers/sft/hi.parquet",
+                                                                        "results/answers/sft/manifest.json"}
