@@ -187,7 +187,7 @@ rule surrogate:
         "logs/arena/{judge}/surrogate.log",
     benchmark:
         "results/benchmarks/arena/{judge}/surrogate.tsv"
-    threads: 8
+    threads: 2  # as a SLURM job it must fit the smallest node (a 2-CPU node never schedules 8); the forest is the same on any count
     resources:
         mem_mb=4000,
         runtime=30 + 5 * len(LANGUAGES),
