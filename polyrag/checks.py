@@ -64,22 +64,30 @@ def true_order(rates: dict[str, float]) -> str:
     return " < ".join(name for name, rate in sorted(rates.items(), key=lambda item: item[1]))
 
 
-def mock_order(files: dict, expected: Any, settings: dict) -> list[dict]:
-    rates = settings["error_rates"]
+def order_rows(files: dict, truth: dict[str, float], truth_by_language: Callable[[str], dict[str, float]],
+               expected: str) -> list[dict]:
+    """The rows of an order check: Kendall tau 1.0 of leaderboard rank against ``truth`` (lower is
+    better, as an error rate), and likewise in every language against ``truth_by_language(lang)``."""
     board = read_table(files["leaderboard"]).set_index("model")["rank"]
-    board = board[board.index.isin(list(rates))].sort_values()
-    tau = mock_tau(board, rates)
+    board = board[board.index.isin(list(truth))].sort_values()
+    tau = mock_tau(board, truth)
     in_order = bool(np.isclose(tau, 1.0))
     observed = f"tau {tau:.2f}" + ("" if in_order else f" ({' < '.join(board.index)})")
-    rows = [row("leaderboard", f"Kendall tau 1.00 of rank vs error rate ({true_order(rates)})", observed, in_order)]
+    rows = [row("leaderboard", expected, observed, in_order)]
     by_language = read_table(files["by_language"])
-    taus = {lang: mock_tau(table.set_index("model")["rank"], rates)
-            for lang, table in by_language[by_language["model"].isin(list(rates))].groupby("lang", sort=False)}
+    taus = {lang: mock_tau(table.set_index("model")["rank"], truth_by_language(lang))
+            for lang, table in by_language[by_language["model"].isin(list(truth))].groupby("lang", sort=False)}
     off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
     observed = f"1.00 in {len(taus) - len(off)} of {len(taus)} languages" + "".join(
         f"; {lang}: {tau:.2f}" for lang, tau in off.items())
     rows.append(row("every language", "Kendall tau 1.00 in every language", observed, taus and not off))
     return rows
+
+
+def mock_order(files: dict, expected: Any, settings: dict) -> list[dict]:
+    rates = settings["error_rates"]
+    return order_rows(files, rates, lambda lang: rates,
+                      f"Kendall tau 1.00 of rank vs error rate ({true_order(rates)})")
 
 
 # --- passage_order: grounded mocks rank as the share of questions they were given a relevant passage for
@@ -106,20 +114,8 @@ def passage_order(files: dict, expected: Any, settings: dict) -> list[dict]:
     misses = {model: 1.0 - share["all"] for model, share in shares.items()}  # lower is better, as an error rate
     order = " > ".join(f"{model} ({share['all']:.2f})" for model, share in
                        sorted(shares.items(), key=lambda item: -item[1]["all"]))
-    board = read_table(files["leaderboard"]).set_index("model")["rank"]
-    board = board[board.index.isin(list(misses))].sort_values()
-    tau = mock_tau(board, misses)
-    in_order = bool(np.isclose(tau, 1.0))
-    observed = f"tau {tau:.2f}" + ("" if in_order else f" ({' < '.join(board.index)})")
-    rows = [row("leaderboard", f"Kendall tau 1.00 of rank vs share given a relevant passage: {order}", observed, in_order)]
-    by_language = read_table(files["by_language"])
-    taus = {lang: mock_tau(table.set_index("model")["rank"], {m: 1.0 - shares[m][lang] for m in misses})
-            for lang, table in by_language[by_language["model"].isin(list(misses))].groupby("lang", sort=False)}
-    off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
-    observed = f"1.00 in {len(taus) - len(off)} of {len(taus)} languages" + "".join(
-        f"; {lang}: {tau:.2f}" for lang, tau in off.items())
-    rows.append(row("every language", "Kendall tau 1.00 in every language", observed, taus and not off))
-    return rows
+    return order_rows(files, misses, lambda lang: {model: 1.0 - shares[model][lang] for model in misses},
+                      f"Kendall tau 1.00 of rank vs share given a relevant passage: {order}")
 
 
 # --- mars_coverage: MARS's intervals cover the mock systems' known accuracies ----------------------
