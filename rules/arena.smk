@@ -159,12 +159,13 @@ rule judge_agreement:
 # The surrogate judge of every language of one judge, in one job. Each language's held-out evaluation
 # (50 refits, nearly all the CPU) is kept in cache_dir/surrogate_held_out, keyed by what it reads,
 # so after a model that is not judged is added each language costs one fit and its predictions
-# (about a second), and the job's imports (scikit-learn, pandas: 3 CPU-s) are paid once, not once
-# a language: with a job per language they made adding one model cost 2.3 times its own jobs' CPU
-# at 4 languages. On a cluster this is one submission per judge instead of one per language; when
-# every evaluation reruns (a judged model added: 3.5 CPU-min a language at 20 models) the forests
-# fit on the job's 8 threads (the same results on any number: polyrag/arena/surrogate.py), about
-# 10 minutes for 18 languages, beside the hours of judging the new model's pairs.
+# (about 2 CPU-s at 8 models), and the job's imports (scikit-learn, pandas: about 3 CPU-s) are paid
+# once, not once a language: with a job per language, adding one model cost 2.5-3.0 times its
+# own jobs' CPU at 4 languages (docs/cluster.md). On a cluster this is one submission per judge
+# instead of one per language. When every evaluation reruns (a judged model added: 3.5 CPU-min a
+# language at 20 models) the forests fit on the job's 8 threads, with the same results on any
+# number (polyrag/arena/surrogate.py): about an hour of CPU, some 10 minutes, for 18 languages,
+# beside the hours of judging the new model's pairs.
 rule surrogate:
     input:
         questions=expand(QUESTIONS, lang=LANGUAGES),

