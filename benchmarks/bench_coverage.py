@@ -52,7 +52,7 @@ from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
 from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
-from tests.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
+from tests.mars.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
 # The intervals users see come from arena.bootstrap's default number of tournaments.

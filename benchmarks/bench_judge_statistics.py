@@ -14,7 +14,8 @@ value, beside the nominal 0.95, with the mean estimate against the truth:
 - style-controlled logits and the length coefficient (bootstrap over questions): a judge adding
   ``LENGTH_BIAS x (la - lb) / (la + lb + 1)``, weaker models writing longer answers.
 
-The simulators are the tests' (tests/test_arena.py, tests/test_judge_diagnostics.py).
+The simulators are the tests' (tests/helpers/arena.py, tests/arena/test_diagnostics.py,
+tests/arena/test_style_control.py).
 
     .venv/bin/python benchmarks/bench_judge_statistics.py [--simulations 100] [--questions 100]
         [--bootstrap 200]
@@ -36,9 +37,9 @@ sys.path.insert(0, str(REPO))
 
 from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference  # noqa: E402
 from polyrag.arena.style_control import style_controlled_bt  # noqa: E402
-from tests.test_arena import simulate_games  # noqa: E402
-from tests.test_judge_diagnostics import (LONGER_WHEN_WORSE, SPREAD, STRENGTHS, TRUE_ORDER, first_position_truth,  # noqa: E402
-                                          noisy_judges, population_kappa, sigmoid, styled_arena)
+from tests.arena.test_diagnostics import SPREAD, first_position_truth, noisy_judges, population_kappa  # noqa: E402
+from tests.arena.test_style_control import LONGER_WHEN_WORSE, TRUE_ORDER, styled_arena  # noqa: E402
+from tests.helpers.arena import STRENGTHS, sigmoid, simulate_games  # noqa: E402
 
 FIRST_BIAS, DELTA, LENGTH_BIAS, ALPHA = 0.8, 0.5, 4.0, 0.01
 

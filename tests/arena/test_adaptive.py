@@ -337,7 +337,7 @@ def bench_adaptive():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import bench_adaptive
 
     return bench_adaptive

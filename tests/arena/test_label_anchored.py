@@ -24,7 +24,7 @@ from polyrag.arena.human_labels import (labelled_units, read_filled, sample_unit
 from polyrag.arena.units import judge_units
 from polyrag.errors import DataError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_label_anchored  # noqa: E402
 
 MODELS = 5

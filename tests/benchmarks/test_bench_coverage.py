@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binom
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import bench_coverage  # noqa: E402
 

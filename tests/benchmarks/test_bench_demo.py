@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 from bench_demo import critical_path, overlap_table, parse_log, seconds_by_concurrency, timeline  # noqa: E402
 

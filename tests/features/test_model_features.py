@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
 from polyrag.features.reranker import Reranker, reranker_features  # noqa: E402
 from polyrag.features.support import NLIScorer, label_index, support_features  # noqa: E402
 
-from .conftest import ON_CUDA, TORCH_TEST_DEVICE as DEVICE  # noqa: E402
-from .tiny_models import sequence_classifier  # noqa: E402
+from tests.helpers.environment import ON_CUDA, TORCH_TEST_DEVICE as DEVICE  # noqa: E402
+from tests.helpers.tiny_models import sequence_classifier  # noqa: E402
 
 # Batches of other sizes pad differently; CUDA's float32 kernels differ from one batch shape to
 # another by more than CPU's do.

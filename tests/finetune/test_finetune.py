@@ -352,7 +352,7 @@ def test_demo_training_questions(repo, tmp_path):
 torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
 pytest.importorskip("trl", reason="trl is in the hf extra")
 
-from .conftest import ON_CUDA, TORCH_TEST_DEVICE  # noqa: E402
+from tests.helpers.environment import ON_CUDA, TORCH_TEST_DEVICE  # noqa: E402
 
 TINY_TRAINING = {"lora": {"r": 4, "alpha": 8, "dropout": 0.0}, "learning_rate": 2e-2, "batch_size": 4,
                  "per_device_batch_size": 2, "epochs": 10, "max_length": 512, "gradient_checkpointing": False,
@@ -369,7 +369,7 @@ def tiny_training(tmp_path_factory):
     """Eight examples curated from the hand-built cases (two questions, four passage orders each),
     a tiny Llama whose tokenizer knows their words, and the adapter trained on them."""
     from polyrag.finetune.train import train_lora
-    from .tiny_models import causal_lm
+    from tests.helpers.tiny_models import causal_lm
 
     root = tmp_path_factory.mktemp("sft")
     records = [{**rec, "query_id": f"{rec['query_id']}-{k}"} for k in range(4) for rec, _ in CASES]

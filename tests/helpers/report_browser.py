@@ -1,7 +1,7 @@
 """The Snakemake report as a person sees it: Debian's Chromium, headless and offline, driven by
 Playwright (a dev dependency; its own browser downloads are never used).
 
-    python -m tests.report_browser results/report.html docs/report.png
+    python -m tests.helpers.report_browser results/report.html docs/report.png
 
 saves a screenshot of the report's leaderboard (the README's picture). Used by the report test
 and for that picture only, so it lives with the tests.

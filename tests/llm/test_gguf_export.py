@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # 
 from polyrag.finetune.train import TARGET_MODULES  # noqa: E402
 from polyrag.llm.gguf_export import GGUF_MATRIX, adapter_targets, lora_updates  # noqa: E402
 
-from .conftest import GEMMA_THREADS  # noqa: E402
+from tests.helpers.environment import GEMMA_THREADS  # noqa: E402
 
 
 def random_adapter(model, path, rank: int, alpha: int, seed: int, scale: float = 0.02):

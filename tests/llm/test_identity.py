@@ -120,7 +120,7 @@ def test_an_outage_message_names_the_endpoint_without_its_credentials(monkeypatc
     from polyrag.llm.client import LLM
     from polyrag.llm.types import Request
 
-    from .proxy import FaultProxy
+    from tests.helpers.proxy import FaultProxy
 
     monkeypatch.setenv("POLYRAG_TEST_KEY", SECRET)
     with FaultProxy("http://127.0.0.1:9", plan=["500"] * 10) as proxy:

@@ -13,7 +13,7 @@ from polyrag.llm.identity import file_fingerprint
 from polyrag.llm.llama_cpp_backend import LlamaCppBackend
 from polyrag.llm.types import Request
 
-from .conftest import GEMMA_THREADS
+from tests.helpers.environment import GEMMA_THREADS
 
 pytestmark = pytest.mark.slow
 

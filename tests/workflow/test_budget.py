@@ -10,7 +10,7 @@ import re
 import pandas as pd
 import pytest
 
-from .test_workflow import scheduled_jobs, snakemake, tiny_config
+from tests.helpers.workflow import scheduled_jobs, snakemake, tiny_config
 
 LANGUAGES = ("en", "hi")
 # Four mock systems whose corrupted shares order them; 12 arena questions (every demo question).

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from .test_workflow import snakemake, tiny_config
+from tests.helpers.workflow import snakemake, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -12,20 +12,10 @@ import sys
 import pytest
 import yaml
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_cluster import job_table, scaled_config  # noqa: E402
 
-from .test_workflow import scheduled_jobs, tiny_config  # noqa: E402
-
-
-def dry_run(repo, workdir, *args):
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--configfile",
-         str(workdir / "config.yaml"), *args],
-        cwd=workdir, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
+from tests.helpers.workflow import dry_run, scheduled_jobs, tiny_config  # noqa: E402
 
 
 def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_parent_watch import gone_within, running, wait_for_file
+from tests.helpers.processes import gone_within, running, wait_for_file
 
 SNAKEFILE = """
 rule answers:
@@ -84,7 +84,7 @@ def workflow(tmp_path: Path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     (tmp_path / "answer_job.py").write_text(SCRIPT)
     (tmp_path / "hang").touch()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
 
     def snakemake(*args, **kwargs):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .test_workflow import snakemake
+from tests.helpers.workflow import snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from .conftest import skip_unless_required
+from tests.helpers.environment import skip_unless_required
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def slurm_cluster(repo):
         return
     missing = [command for command in ("sinfo", "slurmctld", "slurmd", "munged") if not shutil.which(command)]
     if not missing and os.geteuid() == 0:
-        started = subprocess.run([repo / "tests" / "slurm" / "start_single_node.sh"], capture_output=True, text=True)
+        started = subprocess.run([repo / "tests" / "helpers" / "slurm" / "start_single_node.sh"], capture_output=True, text=True)
         assert started.returncode == 0, started.stdout + started.stderr
         return
     reason = f"no SLURM cluster here (missing {missing or 'root to start one'}); apt-get install slurm-wlm munge"

@@ -16,8 +16,7 @@ import pytest
 
 from polyrag.llm.factory import make_backend
 
-from .test_job_shape import dry_run
-from .test_workflow import tiny_config
+from tests.helpers.workflow import dry_run, tiny_config
 
 
 def test_llama_cpp_gets_the_granted_threads(gemma_gguf, tmp_path):
@@ -39,7 +38,7 @@ def test_an_explicit_n_threads_wins_over_the_granted_threads(gemma_gguf, tmp_pat
 
 def test_torch_under_transformers_gets_the_granted_threads(tmp_path):
     torch = pytest.importorskip("torch", reason="torch is installed by `make test`")
-    from .tiny_models import causal_lm
+    from tests.helpers.tiny_models import causal_lm
 
     model = causal_lm(tmp_path / "lm", ["a b c", "c b a"])
     before = torch.get_num_threads()

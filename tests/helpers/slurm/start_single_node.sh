@@ -2,7 +2,7 @@
 # Starts a one-node SLURM cluster on this machine (Debian's slurm-wlm and munge, run as root),
 # shaped like a small GPU cluster: one fake GPU, and no accounting database, so `sacct` has
 # nothing to ask (as on many small clusters). Idempotent: does nothing when the cluster answers.
-# Usage: tests/slurm/start_single_node.sh   (CI: .ci/run installs the packages first)
+# Usage: tests/helpers/slurm/start_single_node.sh   (CI: .ci/run installs the packages first)
 set -euo pipefail
 
 if sinfo --noheader >/dev/null 2>&1; then

@@ -1,0 +1,86 @@
+"""The leaderboard (polyrag.arena.leaderboard): ranks by the mean logit over languages with that mean's
+interval, the short table a reader needs first, and a rank that never contradicts the interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scipy.stats import t as student_t
+
+from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores
+
+
+def arena_tables(lang_logits: dict[str, float], unjudged: dict[str, float], n: int = 50, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    bt = pd.DataFrame({"model": list(lang_logits), "logit": list(lang_logits.values())})
+    bt["ci_low"], bt["ci_high"] = bt["logit"] - 0.5, bt["logit"] + 0.5
+    bt["n_questions"] = 30
+    boot = pd.DataFrame([{"tournament": t, "model": m, "logit": v + rng.normal(0, 0.1)}
+                         for t in range(n) for m, v in lang_logits.items()])
+    everything = {**lang_logits, **unjudged}
+    sur = pd.DataFrame({"model": list(everything), "predicted_logit": [v + 0.01 for v in everything.values()]})
+    sur_boot = pd.DataFrame([{"tournament": t, "model": m, "predicted_logit": v + rng.normal(0, 0.1)}
+                             for t in range(n) for m, v in everything.items()])
+    return bt, boot, sur, sur_boot
+
+
+EN_LOGITS, DE_LOGITS = {"a": 1.0, "b": 0.0, "c": -1.0}, {"a": -0.2, "b": 0.6, "c": -0.6}
+
+
+def test_leaderboard_ranks_by_mean_logit_and_its_interval_is_that_of_the_mean():
+    en = language_table("en", *arena_tables(EN_LOGITS, {"x": 0.5}))
+    de = language_table("de", *arena_tables(DE_LOGITS, {"x": 0.1}))
+    table, by_language = leaderboard({"en": en, "de": de})
+    rows = table.set_index("model")
+    # en: a 1, x 2, b 3, c 4; de: b 1, x 2, a 3, c 4.
+    assert rows.loc["a", ["rank_en", "rank_de"]].tolist() == [1, 3]
+    assert rows.loc["x", "mean_rank"] == 2.0 and rows.loc["a", "mean_rank"] == 2.0
+    assert rows.loc["a", "score"] == pytest.approx(0.4) and rows.loc["x", "score"] == pytest.approx(0.31)
+    assert rows.loc["b", "score"] == pytest.approx(0.3)
+    assert table["model"].tolist() == ["a", "x", "b", "c"] and table["rank"].tolist() == [1, 2, 3, 4]
+    assert not rows.loc["x", "judged"] and rows.loc["a", "judged"]
+    # The interval: from the spread of the per-tournament mean over languages, computed here by
+    # hand (BT bootstrap for judged models, surrogate samples for x), t-corrected for 30 questions.
+    for model, column, tables in (("a", "logit", (1, 1)), ("x", "predicted_logit", (3, 3))):
+        draws = [arena_tables(*arguments)[table] for arguments, table in
+                 zip(((EN_LOGITS, {"x": 0.5}), (DE_LOGITS, {"x": 0.1})), tables)]
+        mean = (draws[0].query("model == @model")[column].to_numpy() + draws[1].query("model == @model")[column].to_numpy()) / 2
+        half = student_t.ppf(0.975, 29) * np.sqrt(30 / 29) * mean.std(ddof=1)
+        np.testing.assert_allclose(rows.loc[model, ["ci_low", "ci_high"]].to_numpy(float),
+                                   [rows.loc[model, "score"] - half, rows.loc[model, "score"] + half])
+    x = by_language[by_language["model"] == "x"]
+    assert x["bt_logit"].isna().all() and (x["arena_logit"] == x["surrogate_logit"]).all()
+
+
+def test_the_short_leaderboard_is_what_a_reader_needs_first_and_mars_columns_name_their_languages():
+    table, _ = leaderboard({"en": language_table("en", *arena_tables(EN_LOGITS, {"x": 0.5})),
+                            "de": language_table("de", *arena_tables(DE_LOGITS, {"x": 0.1}))})
+    # MARS scored en only: its pooled ("all") score covers en, which the column says.
+    scores = pd.DataFrame([{"model": m, "lang": lang, "metric": "af", "score": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+                           for m in ("a", "b", "c", "x") for lang in ("en", "all")])
+    detailed = with_mars_scores(table, scores)
+    assert set(detailed["mars_languages"]) == {"en"} and detailed["mars_af"].eq(0.8).all()
+    short = short_leaderboard(detailed)
+    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged"]
+    assert short.equals(detailed[short.columns]) and len(detailed.columns) == 15
+
+
+def test_leaderboard_rank_never_contradicts_the_interval():
+    """`a` wins three languages narrowly and loses the fourth by far: the best mean rank, but its
+    interval lies wholly below `b`'s. Ranking by mean rank put it first."""
+    narrow = ({"a": 0.1, "b": 0.0, "c": -0.1}, {})
+    languages = {"en": narrow, "de": narrow, "es": narrow, "fr": ({"a": -3.0, "b": 3.0, "c": 0.0}, {})}
+    table, _ = leaderboard({lang: language_table(lang, *arena_tables(logits, unjudged, seed=k))
+                            for k, (lang, (logits, unjudged)) in enumerate(languages.items())})
+    rows = table.set_index("model")
+    assert rows.loc["a", "mean_rank"] < rows.loc["b", "mean_rank"]  # 1.5 against 1.75
+    assert rows.loc["b", "ci_low"] > rows.loc["a", "ci_high"]
+    assert rows.loc["b", "rank"] == 1 and rows.loc["a", "rank"] > 1
+    # For every pair: an interval wholly above another's means a better rank; the rank lies in its range.
+    for i in rows.index:
+        assert rows.loc[i, "rank_best"] <= rows.loc[i, "rank"] <= rows.loc[i, "rank_worst"]
+        for j in rows.index:
+            if rows.loc[i, "ci_low"] > rows.loc[j, "ci_high"]:
+                assert rows.loc[i, "rank"] < rows.loc[j, "rank"]
