@@ -40,7 +40,8 @@ demo: $(STAMP)
 	$(BIN)/python -m polyrag.show results/leaderboard.csv results/report.html
 
 # Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
-# workflow run test_workflow.py shares, in one process): the suite alone keeps about one core busy.
+# workflow run tests/workflow/test_workflow.py shares, in one process): the suite alone keeps about
+# one core busy.
 # Files go out in tests/conftest.py's order, longest first: xdist's default orders them by their
 # number of tests, which sent the budget workflow (2 tests, 2 minutes) out last.
 TEST_WORKERS ?= 2

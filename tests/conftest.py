@@ -9,7 +9,8 @@ import pytest
 
 from tests.helpers.environment import GEMMA_THREADS
 
-REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 
 
 @pytest.fixture(scope="session")
@@ -56,18 +57,28 @@ def llama_server(gemma_gguf, tmp_path_factory):
         yield url
 
 
-# The longest files under `make test`, longest first (seconds on a worker, 2026-11-26): they start
-# first on the two workers, so that no long file starts late and runs alone at the end (test_mars.py,
-# sent out in alphabetical order, ended 35 s after the other worker had finished).
-LONGEST_FILES = ["test_vllm_engine.py",  # 645 (vLLM's CPU engine started four times)
-                 "test_workflow.py",  # 396
-                 "test_budget_workflow.py",  # 126-206
-                 "test_slurm.py",  # 143
-                 "test_mars.py",  # 65-150
-                 "test_finetune.py",  # 68-77
-                 "test_coverage_benchmark.py",  # 61-70
-                 "test_gguf_export.py",  # 32-56
-                 "test_openai_backend.py"]  # 50-56
+# The longest files under `make test`, longest first, as paths under tests/ (seconds on a worker,
+# 2026-11-26): they start first on the two workers, so that no long file starts late and runs alone at
+# the end (mars/test_mars.py, sent out in alphabetical order, ended 35 s after the other worker had
+# finished). A file not named here goes out after them: first the files with slow tests, then the rest.
+LONGEST_FILES = ["llm/test_vllm_engine.py",  # 645 (vLLM's CPU engine started four times)
+                 "workflow/test_workflow.py",  # 396
+                 "workflow/test_budget.py",  # 126-206
+                 "workflow/test_slurm.py",  # 143
+                 "mars/test_mars.py",  # 65-150
+                 "finetune/test_finetune.py",  # 68-77
+                 "benchmarks/test_bench_coverage.py",  # 61-70
+                 "llm/test_gguf_export.py",  # 32-56
+                 "llm/test_openai_backend.py"]  # 50-56
+
+
+def pytest_configure(config):
+    """A name in LONGEST_FILES that is no file under tests/ (a file moved or renamed) stops the run
+    before any test, rather than let that long file go out late."""
+    missing = [name for name in LONGEST_FILES if not (TESTS / name).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FILES names {missing}, which are not files under "
+                                f"{TESTS}: give each its path under tests/ (or drop it)")
 
 
 def pytest_collection_modifyitems(items):
@@ -75,8 +86,9 @@ def pytest_collection_modifyitems(items):
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
 
     def rank(item) -> tuple[int, int]:
-        if item.path.name in LONGEST_FILES:
-            return (0, LONGEST_FILES.index(item.path.name))
+        name = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else None
+        if name in LONGEST_FILES:
+            return (0, LONGEST_FILES.index(name))
         return (1 if item.path in slow_files else 2, 0)
 
     items.sort(key=rank)
