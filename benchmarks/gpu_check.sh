@@ -7,7 +7,7 @@
 #    machine's image lacks: trl, datasets and theirs, jsonschema, pysbd, langid, ...), each only where
 #    the image has no such distribution, so the image's torch/transformers stack is never shadowed;
 # 2. prints the GPU and the versions;
-# 3. runs the torch tests on CUDA (POLYRAG_TEST_DEVICE=cuda, see tests/conftest.py): junit XML and log;
+# 3. runs the torch tests on CUDA (POLYRAG_TEST_DEVICE=cuda, see tests/helpers/environment.py): junit XML and log;
 # 4. runs benchmarks/bench_gpu.py at the production models' shapes: table and CSV.
 #
 # Made for a machine without network (the Hub is never asked: every model is built in the tests and
@@ -51,7 +51,7 @@ EOF
   export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 else
   echo "WARNING: no wheels in .whl/ (git-ignored: the device run must carry it): trl, datasets, jsonschema, pysbd," \
-       "langid are then missing and test_finetune.py is skipped whole"
+       "langid are then missing and finetune/test_finetune.py is skipped whole"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # polyrag from this checkout (not installed there)
 
@@ -83,11 +83,11 @@ EOF
 
 # --- 3. the torch tests on CUDA ---------------------------------------------------------------
 # Deselected, because the image lacks what they need:
-#   test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter (slow): the Gemma 3 270M
+#   finetune/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter (slow): the Gemma 3 270M
 #     GGUF PyPI package (~250 MB) and a model conversion through `gguf`; it trains on CPU anyway.
-TESTS=(tests/test_transformers_backend.py tests/test_model_features.py tests/test_mars_encoder_judge.py
-       tests/test_finetune.py)
-DESELECT=(--deselect tests/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter)
+TESTS=(tests/llm/test_transformers_backend.py tests/features/test_model_features.py tests/mars/test_encoder_judge.py
+       tests/finetune/test_finetune.py)
+DESELECT=(--deselect tests/finetune/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter)
 echo "== tests on $DEVICE: ${TESTS[*]}"
 # --timeout 120 a test, so that one hang leaves time for the others.
 POLYRAG_TEST_DEVICE=$DEVICE timeout -k 15 "${GPU_CHECK_TEST_LIMIT:-220}" "$PY" -m pytest -q -rfEs -p no:cacheprovider -o addopts= --timeout 120 \

@@ -2,7 +2,7 @@
 it. One entry is no language model: ``file``, a user's own system whose answers come from files
 (``polyrag.systems.answer_files``); it has a system's jobs and resources, and nothing to open. The factory (``polyrag.llm.factory``), the judge kinds (``polyrag.judge.kinds``), the cluster
 resources (``polyrag.config.queries``) and the fine-tuned student (``polyrag.finetune.student``) read
-it; the config schema lists the same names (tests/test_llm_backends.py checks that they agree).
+it; the config schema lists the same names (tests/llm/test_backends.py checks that they agree).
 
 Whether a backend's responses go through the durable cache is the backend class's ``cacheable``
 (``polyrag.llm.base.Backend``): the LLM client reads it from every backend, also from those that

