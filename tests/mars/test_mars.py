@@ -628,8 +628,10 @@ def test_system_scores_from_answers(trained_judges):
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     """The transformers backend of train_judge/load_judge on a tiny random model: the question is
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""
-    from polyrag.mars.encoder_judge import load_transformers_judge
+    import torch
+    from safetensors.torch import load_file
 
+    from polyrag.mars.encoder_judge import load_transformers_judge
     from tests.helpers.tiny_models import sequence_classifier
 
     base = sequence_classifier(tmp_path / "base", {0: "no", 1: "yes"})
@@ -644,7 +646,10 @@ def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
                 "patience": 1, "max_length": 64, "device": "cpu", "lora": None}
     summary = train_judge("cr", rows, rows, settings, tmp_path / "cr", seed=0)
     assert summary["backend"] == "transformers" and 1 <= summary["epochs_run"] <= 2
-    assert (tmp_path / "cr" / "model.safetensors").stat().st_size > 1000  # the weights, not an empty file
+    # The weights file is the whole classifier (every tensor of the base, same shapes), trained.
+    trained, initial = load_file(tmp_path / "cr" / "model.safetensors"), load_file(base / "model.safetensors")
+    assert {name: tensor.shape for name, tensor in trained.items()} == {name: tensor.shape for name, tensor in initial.items()}
+    assert not torch.equal(trained["classifier.weight"], initial["classifier.weight"])
     probabilities = load_judge("cr", tmp_path / "cr", settings).predict_proba(rows)
     # The judge interface hands the classifier (question, passage) pairs, nothing else.
     pairs = list(zip(rows["Query"], rows["Document"]))

@@ -297,8 +297,19 @@ def test_se_is_kept_where_every_class_has_variance():
     labels, good, langs = random_predictions(rng, (300, 300), (0.8, 0.7))
     base = pd.DataFrame({"lang": langs, "query_id": [str(i) for i in range(600)], "sentence_id": 0,
                          "task": "faithfulness", "label": labels, "fine_grained_factuality": None})
-    summary = summarise(base.assign(evaluator="e", prompt="-", prediction=good))
+    summary = summarise(base.assign(evaluator="e", prompt="-", prediction=good)).set_index("lang")
     assert summary["se"].notna().all() and (summary["se_note"] == "").all()
+    # Every sentence its own question: each class's binomial variance r (1 - r) / n, times the cluster
+    # estimator's Q / (Q - 1) for the 300 questions of each language (a stratum).
+    correct = good == labels
+
+    def variance(lang):
+        return sum(correct[(langs == lang) & (labels == c)].var() / ((langs == lang) & (labels == c)).sum()
+                   for c in (0, 1)) * 300 / 299
+
+    assert summary.loc["l0", "se"] == pytest.approx(np.sqrt(variance("l0")) / 2)
+    assert summary.loc["l1", "se"] == pytest.approx(np.sqrt(variance("l1")) / 2)
+    assert summary.loc["all", "se"] == pytest.approx(np.sqrt(variance("l0") + variance("l1")) / 4)
 
 
 def test_recall_interval_is_clopper_pearson():

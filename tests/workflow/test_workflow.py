@@ -84,7 +84,11 @@ def test_outputs_follow_the_contract(run):
         unlogged = [lang for lang in config["languages"] if f"answering the {lang} questions" not in log]
         assert not unlogged, (model, unlogged)
         benchmark = pd.read_csv(workdir / "results" / "benchmarks" / "generate" / f"{model}.tsv", sep="\t")
-        assert len(benchmark) == 1 and benchmark["s"].iloc[0] > 0 and benchmark["cpu_time"].iloc[0] > 0
+        # The job's one benchmark row: it timed this job, which lasted at least as long as its log.
+        stamps = pd.to_datetime(re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ", log, re.MULTILINE),
+                                format="%Y-%m-%d %H:%M:%S,%f")
+        assert len(benchmark) == 1 and benchmark["cpu_time"].iloc[0] > 0
+        assert benchmark["s"].iloc[0] >= (stamps.max() - stamps.min()).total_seconds() > 0
 
 
 def test_features_and_judgments(run):
@@ -285,6 +289,11 @@ def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
 
 
 def test_model_based_feature_rules(repo, tmp_path):
+    from polyrag.config.validate import validate_config
+    from polyrag.features.reranker import Reranker, reranker_features
+    from polyrag.features.support import NLIScorer, support_features
+    from polyrag.features.table import read_aligned
+
     tiny = tmp_path / "tiny-models"
     features = {"nli": {"model": str(sequence_classifier(tiny / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})),
                         "device": "cpu", "resources": {"gpu": 0}},
@@ -297,9 +306,17 @@ def test_model_based_feature_rules(repo, tmp_path):
     assert re.search(r"rule reranker_features:(?:.*\n)*?\s+resources: [^\n]*gpu=1", dry.stdout)
     result = snakemake(repo, tmp_path, "--cores", "2", target)
     assert result.returncode == 0, result.stderr[-3000:]
-    table = pd.read_parquet(tmp_path / target)
+    table = pd.read_parquet(tmp_path / target).set_index("query_id")
     assert table[["support_entailment", "support_neutral", "reranker_score"]].notna().all().all()
-    assert table["support_entailment"].between(0, 1).all()
+    # What the two models score in process on mock-0's answers to the en questions, question by question.
+    options = validate_config(yaml.safe_load((tmp_path / "config.yaml").read_text()), repo / "schemas" / "config.schema.yaml",
+                              "config.yaml", workflow_dir=repo)["features"]
+    nli, reranker = ([options[name][key] for key in ("model", "device", "batch_size", "max_length")] for name in ("nli", "reranker"))
+    records, answers = read_aligned(str(tmp_path / "results" / "data" / "en.parquet"),
+                                    str(tmp_path / "results" / "answers" / "mock-0" / "en.parquet"))
+    expected = pd.DataFrame(support_features(NLIScorer(*nli), records, answers)).merge(
+        pd.DataFrame(reranker_features(Reranker(*reranker), records, answers)), on="query_id").set_index("query_id")
+    pd.testing.assert_frame_equal(table[expected.columns], expected, rtol=1e-5)
 
 
 def test_known_truth_checks_pass_and_make_demo_prints_them(run):
@@ -584,7 +601,16 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
                      "mock-50__sft-base", "sft__sft-base", "games")}
     built = snakemake(repo, workdir, "--cores", "2")
     assert built.returncode == 0, built.stderr[-3000:]
-    assert (workdir / "results" / "finetune" / "sft" / "loss.csv").is_file()
+    # Trained on the curated examples less the held-out questions (with all their languages); loss.csv
+    # has one row per optimizer step of the one epoch, in batches of 2.
+    sft = workdir / "results" / "finetune" / "sft"
+    training, examples = json.loads((sft / "adapter" / "training.json").read_text()), pd.read_parquet(sft / "train.parquet")
+    heldout = examples["query_id"].isin(training["heldout_questions"]).sum()
+    assert training["dropped_too_long"] == 0 and (training["examples"], training["heldout_examples"]) == (
+        len(examples) - heldout, heldout)
+    loss = pd.read_csv(sft / "loss.csv")
+    assert loss["step"].tolist() == list(range(1, -(-training["examples"] // 2) + 1))
+    assert np.isfinite(loss["loss"]).all() and (loss["loss"] > 0).all() and loss["epoch"].iloc[-1] == pytest.approx(1)
     assert {"sft", "sft-base"} <= set(pd.read_csv(workdir / "results" / "leaderboard.csv")["model"])
     gain = pd.read_csv(workdir / "results" / "finetune" / "sft" / "gain_over_control.csv").set_index("lang")
     assert gain.index.tolist() == ["en", "hi", "all"] and (gain["games"] == gain["student_wins"] + gain["control_wins"]
