@@ -186,7 +186,6 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         raise ConfigError(f"{source}: {_describe(error)}")
     resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
     check_mock_passages(config, source)
-    # Before the cross-key checks: a judge's contestants may name a baseline.
     add_baselines(config, source)
     check_semantics(config, source)
     if config["finetune"] is not None:
@@ -196,6 +195,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         error = best_match(validator.iter_errors(config))
         if error is not None:
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
+    check_judges(config, source)  # after the student and the baselines joined: a judge's contestants may name them
     if config["arena"]["human_labels"] is not None:
         check_human_labels(config, source)  # after the student joined: its judge may judge the student
     check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
@@ -245,7 +245,6 @@ def check_semantics(config: dict, source: str) -> None:
     if config["judges"] and len(judged_models(config)) < 2:
         raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judged: true, "
                           f"found {judged_models(config)}")
-    check_judges(config, source)
     meta_eval = config["meta_eval"]
     if meta_eval is not None:
         if meta_eval["variant"] in ANNOTATION_LIST_VARIANTS:  # the loader would stop on the first sentence
