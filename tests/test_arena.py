@@ -12,7 +12,7 @@ from scipy.stats import t as student_t
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits, intervals_and_ranks
 from polyrag.arena.games import gather_games, position_bias, read_games, tally, win_matrix
-from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores
+from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores, with_systems
 from polyrag.arena.surrogate import surrogate
 from polyrag.errors import DataError
 
@@ -633,3 +633,17 @@ def test_leaderboard_rank_never_contradicts_the_interval():
         for j in rows.index:
             if rows.loc[i, "ci_low"] > rows.loc[j, "ci_high"]:
                 assert rows.loc[i, "rank"] < rows.loc[j, "rank"]
+
+
+def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citations():
+    table = pd.DataFrame({"model": ["b", "a", "c"], "rank": [1, 2, 3]})
+    components = {"a": {"generator": "a", "passages": "question"}, "b": {"generator": "a", "passages": "file"},
+                  "c": {"generator": "c", "passages": "closed_book"}}
+    # b: answers whose citations are 1/2 and 0 unjudged, one answer citing nothing (null); c cites nothing
+    features = pd.DataFrame({"model": ["a", "a", "b", "b", "b", "c"],
+                             "unjudged_citations": [0.0, 0.0, 0.5, 0.0, None, None]})
+    out = with_systems(table, components, features)
+    assert out["model"].tolist() == ["b", "a", "c"] and out["rank"].tolist() == [1, 2, 3]
+    assert out["generator"].tolist() == ["a", "a", "c"] and out["passages"].tolist() == ["file", "question", "closed_book"]
+    assert out["unjudged_citations"].iloc[0] == 0.25 and out["unjudged_citations"].iloc[1] == 0.0
+    assert pd.isna(out["unjudged_citations"].iloc[2])  # nothing cited: no share, not 0

@@ -138,6 +138,16 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
     return table, by_language
 
 
+def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], features: pd.DataFrame) -> pd.DataFrame:
+    """What each model is as a system (``generator``, ``passages``: ``config.queries.system_components``)
+    and ``unjudged_citations``: the mean over its answers that cite something of the share of their
+    citations naming a passage nobody judged for the question (``features.deterministic``; left out
+    of the citation features, never counted as non-relevant). Null where no answer cites anything."""
+    systems = pd.DataFrame.from_dict(components, orient="index").rename_axis("model").reset_index()
+    unjudged = features.groupby("model")["unjudged_citations"].mean().rename("unjudged_citations")
+    return table.merge(systems, on="model", how="left").merge(unjudged, left_on="model", right_index=True, how="left")
+
+
 def with_label_anchored(table: pd.DataFrame, anchored: pd.DataFrame, judge: str) -> pd.DataFrame:
     """``label_anchored_*``: each model's logit, interval and joint rank-set anchored on human labels
     (``polyrag.arena.label_anchored``; empty for models the anchored judge does not judge, and for
