@@ -99,6 +99,9 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c["models"].update({10: {"backend": "mock", "error_rate": 0}}),
          "models.10: invalid model name 10 (quote it in YAML to make it text)"),
         (lambda c: c["finetune"].update(name="sft\n"), "finetune.name: invalid model name 'sft\\n'"),
+        (lambda c: c["models"]["mock-20"].update(passages="oracl"),
+         "models.mock-20.passages: 'oracl' is none of the allowed forms: one of question, oracle, closed_book "
+         "or a mapping with keys file (required), corpus"),
         (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
         (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
          "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'hi', 'zh']"),

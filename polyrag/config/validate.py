@@ -68,7 +68,26 @@ def _describe(error: jsonschema.ValidationError) -> str:
         where = _key_path(error.absolute_path)
         keys = ", ".join(f"{where}.{k}" if where != "(top level)" else k for k in unknown)
         return f"unknown key {keys} (allowed: {', '.join(sorted(known))})"
+    if error.validator in ("oneOf", "anyOf"):  # jsonschema says only "not valid under any of the given schemas"
+        alternatives = " or ".join(_alternative(schema) for schema in error.validator_value)
+        return f"{_key_path(error.absolute_path)}: {error.instance!r} is none of the allowed forms: {alternatives}"
     return f"{_key_path(error.absolute_path)}: {error.message}"
+
+
+def _alternative(schema: dict) -> str:
+    """One branch of a oneOf in words: its values, or its type and keys."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    kind = schema.get("type", "a value")
+    if kind == "object" and "properties" in schema:
+        required = set(schema.get("required", []))
+        keys = ", ".join(f"{key} (required)" if key in required else key for key in schema["properties"])
+        return f"a mapping with keys {keys}"
+    if kind == "array" and "items" in schema:
+        return f"a list of {_alternative(schema['items'])}"
+    return f"a {kind}" if isinstance(kind, str) else "a " + " or ".join(kind)
 
 
 def check_unique_keys(path: str | Path) -> None:
