@@ -27,6 +27,8 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
 
 #: The key a baseline's entry names its generator by: the model whose backend and LLM cache it uses.
 GENERATOR = "generator"
+#: The key of a retrieved system's entry (``systems:``, config.retrieval) naming its retriever, reranker and top_k.
+SYSTEM = "system"
 
 
 def generator_of(name: str, entry: dict) -> str:
@@ -36,15 +38,20 @@ def generator_of(name: str, entry: dict) -> str:
     return entry.get(GENERATOR, name)
 
 
-def system_components(config: dict) -> dict[str, dict[str, str]]:
+def system_components(config: dict) -> dict[str, dict]:
     """What each model is as a system, for the leaderboard: its ``generator`` (the model whose
-    backend and cache answer) and the ``passages`` it is given (a mode, or ``file``: from a file,
-    including a system whose answers come from a file)."""
+    backend and cache answer), the ``passages`` it is given (a mode; ``retrieved``: by a system's
+    retriever, named with its reranker and top_k; ``file``: from a file, including a system whose
+    answers come from a file)."""
     components = {}
     for name, entry in config["models"].items():
         passages = entry.get("passages", DEFAULT_MODE)
-        from_file = isinstance(passages, dict) or reads_answer_files(entry)
-        components[name] = {"generator": generator_of(name, entry), "passages": FILE if from_file else passages}
+        if SYSTEM in entry:
+            passages = "retrieved"
+        elif isinstance(passages, dict) or reads_answer_files(entry):
+            passages = FILE
+        parts = entry.get(SYSTEM) or {"retriever": None, "reranker": None, "top_k": None}
+        components[name] = {"generator": generator_of(name, entry), "passages": passages, **parts}
     return components
 
 

@@ -121,7 +121,8 @@ def add_baselines(config: dict, source: str = "config") -> None:
                 raise ConfigError(f"{where}: the baseline {system!r} is already a model under models: "
                                   f"(rename that model, or name the baseline, e.g. baselines: {{{mode}: {name}-{mode}}})")
             added[system], origin[system] = wanted, f"models.{name}.baselines.{mode}"
-    stray = [name for name, entry in models.items() if GENERATOR in entry and name not in added]
+    systems = config.get("systems") or {}  # their entries name their generator too (config.retrieval.add_systems)
+    stray = [name for name, entry in models.items() if GENERATOR in entry and name not in added and name not in systems]
     if stray:
         raise ConfigError(f"{source}: models.{stray[0]}.{GENERATOR}: set only on the models a generator's "
                           "baselines: adds; switch the baseline on there (baselines: [closed_book, oracle])")

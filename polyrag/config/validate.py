@@ -22,6 +22,7 @@ from polyrag.config.queries import (control_entry, control_name, finetune_adapte
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
 from polyrag.config.resolve import add_baselines, add_student, resolve_local_data
+from polyrag.config.retrieval import add_systems, check_retrieval
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
@@ -206,6 +207,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
     check_mock_passages(config, source)
     add_baselines(config, source)
+    check_retrieval(config, source)
+    add_systems(config, source)
     check_semantics(config, source)
     if config["finetune"] is not None:
         check_finetune(config, source)
