@@ -23,6 +23,7 @@ rule retrieval_corpus:
         CORPUS,
     params:
         corpus=lambda wildcards: RETRIEVAL["corpora"][wildcards.corpus],
+        demo=DEMO_CORPUS_DIRS,
     log:
         "logs/retrieval/corpora/{corpus}/{corpus_lang}.log",
     resources:

@@ -11,7 +11,7 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     entry, lang = sm.params.corpus, sm.wildcards.corpus_lang
     if entry["source"] == "demo":
-        documents = demo_corpus(lang)
+        documents = demo_corpus(lang, **sm.params.demo)
     else:
         documents = read_corpus(entry["file"].replace("{lang}", lang))
     corpus = chunk_documents(documents, words=entry["chunk_words"])

@@ -21,6 +21,8 @@ DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard
 DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
 RUN = "results/retrieval/runs/{run}/{lang}.parquet"
 RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
+# The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
+DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir": f"{workflow.basedir}/resources/xquad"}
 
 
 def retriever_entry(wildcards):
