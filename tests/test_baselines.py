@@ -7,8 +7,7 @@ import copy
 
 import pytest
 
-from polyrag.config.queries import generation_settings, job_entry
-from polyrag.config.queries import generator_of
+from polyrag.config.queries import generation_settings, generator_of, job_entry
 from polyrag.config.resolve import add_baselines
 from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
