@@ -211,6 +211,7 @@ rule leaderboard:
         mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
         label_anchored=lambda wildcards: label_anchored_file(),
         features=expand(FEATURES, model=MODELS, lang=LANGUAGES),
+        retrieval=[rules.retrieval_leaderboard.output[0]] if SYSTEMS else [],
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],

@@ -12,7 +12,8 @@ from scipy.stats import t as student_t
 
 from polyrag.arena.bradley_terry import bradley_terry, fit_logits, intervals_and_ranks
 from polyrag.arena.games import gather_games, position_bias, read_games, tally, win_matrix
-from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores, with_systems
+from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_mars_scores, with_retrieval,
+                                       with_systems)
 from polyrag.arena.surrogate import surrogate
 from polyrag.errors import DataError
 
@@ -647,3 +648,16 @@ def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citatio
     assert out["generator"].tolist() == ["a", "a", "c"] and out["passages"].tolist() == ["file", "question", "closed_book"]
     assert out["unjudged_citations"].iloc[0] == 0.25 and out["unjudged_citations"].iloc[1] == 0.0
     assert pd.isna(out["unjudged_citations"].iloc[2])  # nothing cited: no share, not 0
+
+
+def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
+    table = pd.DataFrame({"model": ["s1", "s2", "g"], "retriever": ["bm25", "bm25", None], "reranker": [None, "ce", None]})
+    retrieval = pd.DataFrame({"system": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
+                              "lang": ["en", "de", "all"] * 2,
+                              "nDCG@10": [0.5, 0.3, 0.4, 0.7, 0.5, 0.6], "nDCG@10_lower": [0.1] * 6, "nDCG@10_upper": [0.9] * 6,
+                              "Recall@5": [0.6, 0.4, 0.5, 0.8, 0.6, 0.7], "Recall@5_lower": [0.2] * 6, "Recall@5_upper": [1.0] * 6})
+    out = with_retrieval(table, retrieval)
+    assert out["retrieval_nDCG@10"].tolist()[:2] == [0.4, 0.6] and pd.isna(out["retrieval_nDCG@10"].iloc[2])
+    assert out["retrieval_Recall@5"].tolist()[:2] == [0.5, 0.7] and out["model"].tolist() == ["s1", "s2", "g"]
+    one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"])
+    assert one_language["retrieval_nDCG@10"].tolist()[:2] == [0.3, 0.5]
