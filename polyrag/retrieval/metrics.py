@@ -51,12 +51,14 @@ and the interval is Wilson's score interval at n_eff with the Student t(n - 1) q
 from the bootstrap. Where every question scores the same (all 0, all 1), the data say nothing
 of the spread and n_eff = n, the widest a [0, 1] mean needs.
 
-The percentile interval of the same bootstrap (the textbook choice) covered 0.43-0.84 at 6
-questions, 0.71-0.92 at 12 and 0.89-0.93 at 30 in benchmarks/bench_coverage.py when the values
-are skewed (Recall@5 near 0.9, nDCG@10 with 90% zeros): six questions all retrieved at rank 1
+The percentile interval of the same bootstrap (the textbook choice) covered 0.46 at 6
+questions, 0.70 at 12 and 0.89 at 30 where the values are skewed (Recall@5 near 0.9, nDCG@10 with
+90% zeros; benchmarks/bench_coverage.py, 1,000 seeds a cell): six questions all found at rank 1
 give a zero-width interval at 1. The t-corrected bootstrap interval of the arena
-(``bootstrap_interval``) does no better there (the same zero width). This interval held
-0.95-0.99 in every simulated setting down to 6 questions (docs/retrieval-metrics-draft.md).
+(``bootstrap_interval``) did no better there (0.48, 0.71, 0.90: the same zero width). This
+interval covered 0.94-1.00 in every simulated setting from 6 to 200 questions, conservative
+(0.96-1.00) at 6 and 12 where the t(n - 1) quantile is large; at 200 questions it is as wide as
+the percentile interval (docs/retrieval-metrics-draft.md has the table).
 
 - *All languages* (``lang == "all"``): the macro average, every language weighing the same.
   Languages are resampled independently, so their intervals combine by MOVER (Zou & Donner
@@ -72,14 +74,14 @@ give a zero-width interval at 1. The t-corrected bootstrap interval of the arena
   the test IR evaluation recommends, Smucker et al. 2007, and the one MEMERAG's significance
   uses here) rejects after Holm's adjustment over all pairs at 1 - ``level`` and i's mean is the
   higher. ``rank_best`` = 1 + the systems surely ahead of it, ``rank_worst`` = the systems minus
-  those it is surely ahead of, so "rank 2-4" holds for all systems at once. (The Bonferroni
+  those it is surely ahead of, so "rank 2-4" holds for all systems at once. (Bonferroni
   paired intervals claimed an order among 4 equal systems in 8% of leaderboards of 12
-  questions: Wilson's tails at level 0.992 on 12 questions are too short; the randomization
-  test is exact when the two systems are alike.)
+  questions, 200 seeds: Wilson's tails at level 0.992 on 12 questions are too short; the
+  randomization test is exact when the two systems are alike, and claimed one in 0.9-5.1%.)
 
 Fewer than ``MIN_BOOTSTRAP_QUESTIONS`` (10) questions are flagged in ``note`` (as the arena
-flags them); the interval there is still the one above, which covered at 6 questions. One
-question gives the interval [0, 1].
+flags them); the interval there is still the one above, which covered (conservatively) at 6
+questions. One question gives the interval [0, 1].
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ def pytrec_scores(ranked: dict[str, list[str]], qrels: dict[str, dict[str, int]]
     -position, so pytrec_eval's own sort (by score, ties by docid descending) keeps the run's order."""
     run = {query: {docid: -float(position) for position, docid in enumerate(ranked[query][:DEPTH])}
            for query in qrels if ranked.get(query)}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.5,100", "recip_rank"})
+    # pytrec_eval takes Python ints only (qrels read from Parquet hold numpy ints)
+    judged = {query: {docid: int(relevance) for docid, relevance in docs.items()} for query, docs in qrels.items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10", "recall.5,100", "recip_rank"})
     return evaluator.evaluate(run)
 
 

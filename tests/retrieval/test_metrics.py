@@ -190,6 +190,24 @@ def test_bad_runs_stop_with_the_question(run, change, message):
         per_query_metrics(change(run), QRELS, "en")
 
 
+def test_qrels_with_numpy_ints_as_read_from_parquet(run):
+    as_numpy = {query: {doc: np.int64(rel) for doc, rel in judged.items()} for query, judged in QRELS.items()}
+    pd.testing.assert_frame_equal(per_query_metrics(run, as_numpy, "en"), per_query_metrics(run, QRELS, "en"))
+
+
+def test_empty_run_and_empty_qrels():
+    empty = pd.DataFrame({"query_id": pd.Series([], dtype=str), "docid": pd.Series([], dtype=str),
+                          "rank": pd.Series([], dtype=int), "score": pd.Series([], dtype=float)})
+    table = per_query_metrics(empty, {"q": {"d": 1}}, "en")
+    assert (table.loc[table["measure"].isin(metrics.MEASURES), "value"] == 0.0).all() and not table["in_run"].any()
+    one = pd.DataFrame({"query_id": ["q"], "docid": ["d"], "rank": [1], "score": [1.0]})
+    table = per_query_metrics(one, {}, "en")
+    assert not table["has_relevant"].any()
+    row = summarise(table).iloc[0]
+    assert np.isnan(row["mean"]) and row["n_questions"] == 0 and row["n_without_relevant"] == 1
+    assert "no question with a relevant document" in row["note"]
+
+
 def test_bad_qrels_stop():
     run = pd.DataFrame({"query_id": ["q"], "docid": ["d"], "rank": [1], "score": [1.0]})
     with pytest.raises(DataError, match="must be an int >= 0"):
