@@ -1,0 +1,1 @@
+"""Retrieval: indexes, runs and their metrics against qrels."""
