@@ -144,6 +144,8 @@ def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], fea
     citations naming a passage nobody judged for the question (``features.deterministic``; left out
     of the citation features, never counted as non-relevant). Null where no answer cites anything."""
     systems = pd.DataFrame.from_dict(components, orient="index").rename_axis("model").reset_index()
+    if "top_k" in systems:
+        systems["top_k"] = systems["top_k"].astype("Int64")  # empty for a system no retriever feeds
     unjudged = features.groupby("model")["unjudged_citations"].mean().rename("unjudged_citations")
     return table.merge(systems, on="model", how="left").merge(unjudged, left_on="model", right_index=True, how="left")
 
