@@ -79,7 +79,7 @@ def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None
         clean_titles.append("" if is_missing(title) else str(title))
     if problems:
         more = f"; ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise DataError(f"{source}: {len(problems)} bad {unit}s of {len(table)}: {'; '.join(problems[:SHOWN])}{more}")
+        raise DataError(f"{source}: {len(problems)} bad {unit}{'s' * (len(problems) != 1)} of {len(table)}: {'; '.join(problems[:SHOWN])}{more}")
     out = pd.DataFrame({"docid": docids, "title": clean_titles, "text": texts})
     if CONTENTS in table.columns:
         out[CONTENTS] = list(table[CONTENTS])

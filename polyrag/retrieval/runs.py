@@ -48,9 +48,9 @@ def empty_run() -> pd.DataFrame:
     return make_run([], [], [])
 
 
-def check_run(run: pd.DataFrame, source: str, rows: list[int] | None = None) -> pd.DataFrame:
+def check_run(run: pd.DataFrame, source: str, rows: list[int] | None = None, unit: str = "row") -> pd.DataFrame:
     """``run`` with string ids and integer ranks, sorted, or a DataError naming ``source`` and each
-    bad row (``rows``: the line or row number of each row in ``source``; default 1, 2, ...)."""
+    bad row (``rows``: each row's ``unit`` number in ``source``, a line of a TREC file; default 1, 2, ...)."""
     missing = [c for c in COLUMNS if c not in run.columns]
     if missing:
         raise DataError(f"{source}: a run needs the columns {', '.join(COLUMNS)}; missing: {', '.join(missing)}")
@@ -59,7 +59,7 @@ def check_run(run: pd.DataFrame, source: str, rows: list[int] | None = None) -> 
     seen: dict[tuple[str, str], int] = {}
     ranks: dict[tuple[str, int], int] = {}
     for row, query_id, docid, rank, score in zip(rows, run["query_id"], run["docid"], run["rank"], run["score"]):
-        where = f"row {row} (query {query_id!r}, docid {docid!r})"
+        where = f"{unit} {row} (query {query_id!r}, docid {docid!r})"
         if not isinstance(query_id, str) or not isinstance(docid, str) or not query_id or not docid:
             problems.append(f"{where}: query_id and docid must be non-empty strings")
             continue
@@ -67,18 +67,18 @@ def check_run(run: pd.DataFrame, source: str, rows: list[int] | None = None) -> 
         if whole is None:
             problems.append(f"{where}: rank {rank!r} is not a whole number of at least 1")
         elif (query_id, whole) in ranks:
-            problems.append(f"{where}: rank {whole} repeats row {ranks[query_id, whole]}")
+            problems.append(f"{where}: rank {whole} repeats {unit} {ranks[query_id, whole]}")
         else:
             ranks[query_id, whole] = row
         if not isinstance(score, (int, float, np.number)) or isinstance(score, bool) or not math.isfinite(score):
             problems.append(f"{where}: score {score!r} is not a finite number")
         if (query_id, docid) in seen:
-            problems.append(f"{where}: docid retrieved twice for this query (first at row {seen[query_id, docid]})")
+            problems.append(f"{where}: docid retrieved twice for this query (first at {unit} {seen[query_id, docid]})")
         else:
             seen[query_id, docid] = row
     if problems:
         more = f"; ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise DataError(f"{source}: {len(problems)} bad rows in the run: {'; '.join(problems[:SHOWN])}{more}")
+        raise DataError(f"{source}: {len(problems)} bad {unit}{'s' * (len(problems) != 1)} in the run: {'; '.join(problems[:SHOWN])}{more}")
     out = run.assign(rank=run["rank"].map(as_rank).astype(np.int64), score=run["score"].astype(np.float64))
     return out.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
 
@@ -134,7 +134,7 @@ def read_trec(path: str | Path) -> pd.DataFrame:
             records.append((query_id, docid, rank, value))
             rows.append(number)
     run = pd.DataFrame.from_records(records, columns=COLUMNS)
-    return check_run(run, f"{path} (lines)", rows)
+    return check_run(run, str(path), rows, "line")
 
 
 def write_run(run: pd.DataFrame, path: str | Path) -> None:
@@ -151,4 +151,4 @@ def read_run(path: str | Path) -> pd.DataFrame:
     for column in ("query_id", "docid"):  # a numeric column written by another tool: ids must be strings
         if column in run.columns and not pd.api.types.is_string_dtype(run[column]):
             raise DataError(f"{path}: column {column} holds {run[column].dtype} values; ids must be strings")
-    return check_run(run, f"{path} (rows)")
+    return check_run(run, str(path))
