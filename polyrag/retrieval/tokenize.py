@@ -22,7 +22,11 @@ formula (tests/retrieval/test_bm25.py checks the formula against rank_bm25 on th
 from __future__ import annotations
 
 from polyrag.errors import ConfigError
-from polyrag.text import UNSPACED_RUN, word_tokens
+from polyrag.text import HAS_UNSPACED, UNSPACED_RUN, word_tokens
+
+#: Stems kept in memory: a corpus's common words are stemmed once (PyStemmer's default of 10,000
+#: is smaller than a corpus's vocabulary, and evicting costs more than stemming again).
+STEM_CACHE = 200_000
 
 #: ISO 639-1 code -> PyStemmer (Snowball) algorithm.
 STEMMERS = {
@@ -50,7 +54,7 @@ class Tokenizer:
         if stem and language in STEMMERS:
             import Stemmer
 
-            self.stemmer = Stemmer.Stemmer(STEMMERS[language])
+            self.stemmer = Stemmer.Stemmer(STEMMERS[language], STEM_CACHE)
         self.stopword_set: frozenset[str] = frozenset()
         if stopwords:
             if language not in STOPWORD_LISTS:
@@ -66,6 +70,8 @@ class Tokenizer:
             tokens = [t for t in tokens if t not in self.stopword_set]
         if self.stemmer is None:
             return tokens
+        if not HAS_UNSPACED.search("".join(tokens)):  # no bigram: every token is a word (the common case)
+            return self.stemmer.stemWords(tokens)
         words = [i for i, t in enumerate(tokens) if not UNSPACED_RUN.match(t)]
         for i, stemmed in zip(words, self.stemmer.stemWords([tokens[i] for i in words])):
             tokens[i] = stemmed
