@@ -58,7 +58,7 @@ give a zero-width interval at 1. The t-corrected bootstrap interval of the arena
 (``bootstrap_interval``) did no better there (0.48, 0.71, 0.90: the same zero width). This
 interval covered 0.94-1.00 in every simulated setting from 6 to 200 questions, conservative
 (0.96-1.00) at 6 and 12 where the t(n - 1) quantile is large; at 200 questions it is as wide as
-the percentile interval (docs/retrieval-metrics-draft.md has the table).
+the percentile interval (docs/retrieval.md#measured-coverage has the table).
 
 - *All languages* (``lang == "all"``): the macro average, every language weighing the same.
   Languages are resampled independently, so their intervals combine by MOVER (Zou & Donner
