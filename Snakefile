@@ -14,6 +14,7 @@ if not workflow.overwrite_configfiles:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/retrieval.smk"
 include: "rules/generate.smk"
 include: "rules/features.smk"
 include: "rules/judge.smk"

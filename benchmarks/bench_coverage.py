@@ -23,6 +23,11 @@ effect (``power``). Settings stress each estimator's assumptions:
   from overlapping intervals. Also a model that played on only 4 of 12 or 4 of 30 questions
   (its own interval), the leaderboard's mean over 3 languages and the budgeted arena's adaptive
   pair selection (half of the exhaustive design).
+- Retrieval metrics (``retrieval.metrics``): a measure's mean over 6, 12 (demo languages), 30 and
+  200 questions, for 0/1 values (Recall@5 at 0.5 and 0.9) and skewed ones (nDCG@10 with 30%, 60%
+  and 90% zeros); the macro average over 3 languages; the paired difference of two runs (one
+  better, near-identical, equal); the leaderboard's rank ranges among 4 equal systems. Anchors:
+  the percentile and the t-corrected (the arena's) intervals of the same question bootstrap.
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
   rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
 
@@ -32,6 +37,7 @@ effect (``power``). Settings stress each estimator's assumptions:
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -46,11 +52,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from polyrag.arena.bradley_terry import bradley_terry, fit_logits, tournament_counts  # noqa: E402
+from polyrag.arena.bradley_terry import bradley_terry, critical_value, fit_logits, tournament_counts  # noqa: E402
 from polyrag.arena.games import question_win_matrices  # noqa: E402
 from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
 from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
+from polyrag.retrieval import metrics as retrieval_metrics  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
 from tests.mars.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
@@ -58,6 +65,8 @@ NOMINAL = 0.95
 # The intervals users see come from arena.bootstrap's default number of tournaments.
 TOURNAMENTS = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())[
     "properties"]["arena"]["properties"]["bootstrap"]["default"]
+# Retrieval intervals are measured at the default number of question resamples users get.
+RETRIEVAL_BOOTSTRAP = inspect.signature(retrieval_metrics.summarise).parameters["n_bootstrap"].default
 COLUMNS = ["estimator", "source", "setting", "nominal", "coverage", "mean_width", "null_rejection", "power", "seeds"]
 
 
@@ -421,6 +430,158 @@ def label_anchored_cells() -> list[tuple]:
         for scenario, judge in (("spread", "biased"), ("spread", "useless"))]
 
 
+# --- retrieval metrics -----------------------------------------------------------------------
+
+# Populations of one retrieval measure's per-question values, each with its known mean: Recall@5
+# of questions with one relevant passage is 0/1; nDCG@10 is 0 wherever nothing relevant is in the
+# top 10 (many questions), else spread over (0, 1].
+RETRIEVAL_POPULATIONS = {
+    "Recall@5 ~ Bernoulli(0.5)": (lambda rng, n: (rng.random(n) < 0.5).astype(float), 0.5),
+    "Recall@5 ~ Bernoulli(0.9)": (lambda rng, n: (rng.random(n) < 0.9).astype(float), 0.9),
+    "nDCG@10: 60% zeros, else Beta(2, 1.2)": (
+        lambda rng, n: np.where(rng.random(n) < 0.6, 0.0, rng.beta(2, 1.2, n)), 0.4 * 2 / 3.2),
+    "nDCG@10 heavily skewed: 90% zeros, else Beta(5, 1)": (
+        lambda rng, n: np.where(rng.random(n) < 0.9, 0.0, rng.beta(5, 1, n)), 0.1 * 5 / 6),
+    "nDCG@10: 30% zeros, else Beta(3, 2)": (
+        lambda rng, n: np.where(rng.random(n) < 0.3, 0.0, rng.beta(3, 2, n)), 0.7 * 3 / 5),
+}
+
+
+def paired_recall(p: tuple[float, float, float, float]):
+    """Recall@5 of two runs on the same questions: (both, a only, b only, neither) found it."""
+    def draw(rng, n):
+        outcome = rng.choice(4, n, p=p)
+        return np.isin(outcome, (0, 1)).astype(float), np.isin(outcome, (0, 2)).astype(float)
+    return draw, p[1] - p[2]
+
+
+def paired_ndcg(rng, n):
+    """nDCG@10 of run a (70% zeros, else Beta(2, 1.2)); run b re-ranks 30% of the questions,
+    where its value is drawn anew (60% zeros)."""
+    a = np.where(rng.random(n) < 0.7, 0.0, rng.beta(2, 1.2, n))
+    redrawn = np.where(rng.random(n) < 0.6, 0.0, rng.beta(2, 1.2, n))
+    return a, np.where(rng.random(n) < 0.3, redrawn, a)
+
+
+RETRIEVAL_PAIRS = {
+    "Recall@5, a 0.75 / b 0.65, runs differ on 20% of questions": paired_recall((0.6, 0.15, 0.05, 0.2)),
+    "Recall@5, near-identical runs: differ on 5% of questions, difference 0.03": paired_recall((0.75, 0.04, 0.01, 0.2)),
+    "Recall@5, equal runs (0.75) differing on 10% of questions": paired_recall((0.7, 0.05, 0.05, 0.2)),
+    "nDCG@10 skewed, run b re-ranks 30% of questions": (paired_ndcg, 0.3 * 2 / 3.2 - (0.7 * 0.3 + 0.3 * 0.4) * 2 / 3.2),
+}
+
+
+def per_query_frame(values: dict[str, np.ndarray], measure: str = "nDCG@10") -> pd.DataFrame:
+    """A ``per_query_metrics`` table from each language's per-question values."""
+    return pd.concat([pd.DataFrame({"lang": lang, "query_id": [f"q{k:03d}" for k in range(len(v))], "measure": measure,
+                                    "value": v, "has_relevant": True, "in_run": True})
+                      for lang, v in values.items()], ignore_index=True)
+
+
+def bootstrap_anchor(draws: np.ndarray, point: float, questions: int, source: str) -> tuple[float, float]:
+    """The anchors, from the same question bootstrap: its 2.5/97.5 percentiles, or the arena's
+    t-corrected interval, point +- t(n-1) sqrt(n/(n-1)) sd."""
+    if source.startswith("percentile"):
+        low, high = np.percentile(draws, [2.5, 97.5])
+        return float(low), float(high)
+    half = critical_value(questions, 0.025) * draws.std(ddof=1)
+    return point - half, point + half
+
+
+def retrieval_mean_cell(seed: int, source: str, populations: list[str], questions: int) -> dict:
+    """The mean of a measure over ``questions`` questions (one language), or the macro average over
+    one language per population, as ``metrics.summarise`` reports it."""
+    rng = rng_for(seed, "bench_coverage", "retrieval_mean")
+    values = {f"l{k}": RETRIEVAL_POPULATIONS[name][0](rng, questions) for k, name in enumerate(populations)}
+    truth = np.mean([RETRIEVAL_POPULATIONS[name][1] for name in populations])
+    per_query = per_query_frame(values)
+    if source == "polyrag":
+        summary = retrieval_metrics.summarise(per_query, RETRIEVAL_BOOTSTRAP, seed=seed)
+        row = summary.iloc[-1]  # the single language, or the all-languages row
+        low, high = row["lower"], row["upper"]
+    else:
+        samples = retrieval_metrics.language_samples(per_query, ["nDCG@10"], RETRIEVAL_BOOTSTRAP, seed)
+        draws = np.mean([s.draws[:, 0] for s in samples.values()], axis=0)  # languages resampled independently
+        low, high = bootstrap_anchor(draws, np.mean([v.mean() for v in values.values()]), questions, source)
+    return {"covered": low <= truth <= high, "width": high - low}
+
+
+def retrieval_paired_cell(seed: int, source: str, pair: str, questions: int) -> dict:
+    """Run a minus run b on the same questions, as ``metrics.paired_difference`` reports it."""
+    rng = rng_for(seed, "bench_coverage", "retrieval_paired")
+    draw, truth = RETRIEVAL_PAIRS[pair]
+    a, b = draw(rng, questions)
+    first, second = per_query_frame({"l0": a}), per_query_frame({"l0": b})
+    if source == "polyrag":
+        row = retrieval_metrics.paired_difference(first, second, RETRIEVAL_BOOTSTRAP, seed=seed).iloc[0]
+        low, high = row["lower"], row["upper"]
+    else:
+        draws = [retrieval_metrics.language_samples(frame, ["nDCG@10"], RETRIEVAL_BOOTSTRAP, seed)["l0"].draws[:, 0]
+                 for frame in (first, second)]
+        low, high = bootstrap_anchor(draws[0] - draws[1], a.mean() - b.mean(), questions, source)
+    return {"covered": low <= truth <= high, "width": high - low}
+
+
+def retrieval_ranks_cell(seed: int, systems: int, languages: int, questions: int, gap: float = 0.0) -> dict:
+    """Systems on the same questions (per question a shared chance of a relevant passage in the
+    top 10, then each system's nDCG@10), system k finding it with that chance times 1 - k
+    ``gap``: its true rank is k + 1 (all equal at gap 0, when any claimed order is false).
+    ``covered``: every true rank inside its range (at gap 0: no order claimed), in the
+    all-languages row when there are several languages, else in the language's; ``width``: the
+    mean rank range, worst - best."""
+    rng = rng_for(seed, "bench_coverage", "retrieval_ranks")
+    by_system = {f"s{k}": {} for k in range(systems)}
+    for lang in range(languages):
+        found = rng.beta(1, 1.5, questions)
+        for k, values in enumerate(by_system.values()):
+            hit = rng.random(questions) < found * (1 - k * gap)
+            values[f"l{lang}"] = np.where(hit, rng.beta(2, 1.2, questions), 0.0)
+    table = retrieval_metrics.retrieval_leaderboard({s: per_query_frame(v) for s, v in by_system.items()},
+                                                    RETRIEVAL_BOOTSTRAP, seed=seed)
+    rows = table[table["lang"] == ("all" if languages > 1 else "l0")].set_index("system").loc[list(by_system)]
+    truth = np.ones(systems) if gap == 0 else np.arange(1, systems + 1)
+    upper = np.full(systems, systems) if gap == 0 else truth
+    return {"covered": bool(((rows["rank_best"] <= truth) & (rows["rank_worst"] >= upper)).all()),
+            "width": float((rows["rank_worst"] - rows["rank_best"]).mean())}
+
+
+RETRIEVAL_ANCHORS = ("percentile question bootstrap", "t-corrected question bootstrap (the arena's)")
+
+
+def retrieval_cells() -> list[tuple]:
+    """Retrieval metrics' intervals (``polyrag.retrieval.metrics``): a language's mean at 6 and 12
+    questions (demo languages), 30 and 200; skewed and 0/1 values; the macro average over three
+    languages; paired differences of two runs, near-identical ones too; and the leaderboard's rank
+    ranges among equal systems. Anchors: the percentile and the t-corrected intervals of the same
+    question bootstrap."""
+    cells = []
+    for name in list(RETRIEVAL_POPULATIONS)[:4]:
+        for questions in (6, 12, 30, 200):
+            for source in ("polyrag",) + RETRIEVAL_ANCHORS:
+                cells.append(("retrieval metric mean", source, f"{name}, {questions} questions", retrieval_mean_cell,
+                              {"source": source, "populations": [name], "questions": questions}))
+    macro = ["nDCG@10: 60% zeros, else Beta(2, 1.2)", "nDCG@10 heavily skewed: 90% zeros, else Beta(5, 1)",
+             "nDCG@10: 30% zeros, else Beta(3, 2)"]
+    for questions in (6, 12):
+        for source in ("polyrag",) + RETRIEVAL_ANCHORS:
+            cells.append(("retrieval metric mean (all languages)", source,
+                          f"macro average of 3 languages (nDCG@10 60% / 90% / 30% zeros), {questions} questions each",
+                          retrieval_mean_cell, {"source": source, "populations": macro, "questions": questions}))
+    for pair in RETRIEVAL_PAIRS:
+        for questions in (6, 12, 30, 200):
+            for source in ("polyrag", RETRIEVAL_ANCHORS[0]):
+                cells.append(("retrieval paired difference", source, f"{pair}, {questions} questions",
+                              retrieval_paired_cell, {"source": source, "pair": pair, "questions": questions}))
+    for languages, questions, gap in ((1, 12, 0.0), (1, 30, 0.0), (3, 12, 0.0), (1, 100, 0.25)):
+        where = "all-languages row" if languages > 1 else "one language"
+        systems = ("4 equal systems (no true order)" if gap == 0
+                   else "4 systems finding a relevant passage 0 / 25 / 50 / 75% less often")
+        cells.append(("retrieval rank range (joint)", "polyrag",
+                      f"{systems}, {languages} x {questions} questions, {where}", retrieval_ranks_cell,
+                      {"systems": 4, "languages": languages, "questions": questions, "gap": gap}))
+    return cells
+
+
 # --- running ---------------------------------------------------------------------------------
 
 def run_cell(task: tuple) -> list[dict]:
@@ -470,7 +631,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
-    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells()
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells() + retrieval_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -19,6 +19,7 @@ NAME_COLUMNS = frozenset({
     "judge", "other_judge", "other_judges", "label_anchored_by", "evaluator", "vs_evaluator", "roles", "family",
     "lang", "language", "mars_languages", "doc_lang", "qa_lang", "pair",
     "query_id", "unit_id", "sentence_id",
+    "system", "generator", "retriever", "reranker", "docid",
 })
 DEFAULT_NA = sorted(STR_NA_VALUES)
 

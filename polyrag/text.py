@@ -18,12 +18,17 @@ UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 # A word: letters with their combining marks (Devanagari vowel signs are marks, not letters).
 TOKEN = regex.compile(rf"[{UNSPACED}]+|(?:(?![{UNSPACED}])[\p{{L}}\p{{M}}\p{{N}}])+")
 UNSPACED_RUN = regex.compile(rf"^[{UNSPACED}]+$")
+HAS_UNSPACED = regex.compile(rf"[{UNSPACED}]")
+WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
 
 def word_tokens(text: str) -> list[str]:
     """Lower-cased words; runs of unspaced scripts become overlapping character bigrams."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    if not HAS_UNSPACED.search(text):  # words only: TOKEN's second branch, 4 times faster on its own
+        return WORD.findall(text)
     tokens: list[str] = []
-    for match in TOKEN.finditer(unicodedata.normalize("NFKC", text).lower()):
+    for match in TOKEN.finditer(text):
         piece = match.group(0)
         if UNSPACED_RUN.match(piece):
             tokens.extend(piece[i : i + 2] for i in range(max(1, len(piece) - 1)))

@@ -1,7 +1,8 @@
 # Arena statistics per judge and language (Bradley-Terry with bootstrap, the surrogate judge),
 # then the leaderboard and its figures. These aggregate rules read every model's files; the
 # cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
-from polyrag.config.queries import arena_judge, budget_spec, families, judged_models, placement_round, settings_entry
+from polyrag.config.queries import (arena_judge, budget_spec, families, judged_models, placement_round, settings_entry,
+                                    system_components)
 
 JUDGED = judged_models(config)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
@@ -209,6 +210,8 @@ rule leaderboard:
         # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
         mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
         label_anchored=lambda wildcards: label_anchored_file(),
+        features=expand(FEATURES, model=MODELS, lang=LANGUAGES),
+        retrieval=[rules.retrieval_leaderboard.output[0]] if SYSTEMS else [],
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
@@ -219,6 +222,8 @@ rule leaderboard:
     params:
         languages=LANGUAGES,
         label_anchored_judge=HUMAN_LABELS and HUMAN_LABELS["judge"],
+        feature_models=[model for model in MODELS for lang in LANGUAGES],  # the model of each features file
+        systems=system_components(config),
     localrule: True
     log:
         "logs/arena/leaderboard.log",

@@ -98,4 +98,5 @@ def all_targets():
         + ([rules.train_student.output.loss, rules.curate_training_set.output.counts] if FT else [])
         + (list(rules.finetune_gain.output) if FT_CONTROL and ARENA_JUDGE else [])
         + (list(rules.checks.output) if CHECKS else [])
+        + ([rules.retrieval_leaderboard.output[0]] if RETRIEVAL else [])
     )

@@ -4,7 +4,7 @@ system read from files (backend: file) has its files checked and copied instead.
 
 import logging
 
-from polyrag.config.resolve import generator_of
+from polyrag.config.queries import generator_of
 from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
 from polyrag.llm import open_llm

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_budget,
-                                       with_label_anchored, with_mars_scores, with_style_controlled)
+                                       with_label_anchored, with_mars_scores, with_retrieval, with_style_controlled, with_systems)
 from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
@@ -31,6 +31,11 @@ def main() -> None:
         table, by_language = with_budget(table, by_language, bt, dict(zip(sm.params.languages, records)))
     if i.mars:
         table = with_mars_scores(table, pd.concat([read_table(path) for path in i.mars], ignore_index=True))
+    features = pd.concat([pd.read_parquet(path, columns=["unjudged_citations"]).assign(model=model)
+                          for model, path in zip(sm.params.feature_models, i.features)], ignore_index=True)
+    table = with_systems(table, sm.params.systems, features)
+    if i.retrieval:
+        table = with_retrieval(table, read_table(i.retrieval))
     if i.label_anchored:
         table = with_label_anchored(table, read_table(i.label_anchored), sm.params.label_anchored_judge)
     short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)

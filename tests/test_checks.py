@@ -188,8 +188,7 @@ def test_the_config_names_exactly_the_registered_checks_and_the_demo_turns_them_
     schema = yaml.safe_load((repo / "schemas" / "config.schema.yaml").read_text())
     assert list(schema["properties"]["checks"]["properties"]) == list(CHECKS)
     demo = yaml.safe_load((repo / "config.yaml").read_text())
-    # passage_order's grounded mocks join the demo once their cost is measured (tests/test_passage_order_workflow.py)
-    assert list(enabled_checks(demo)) == [name for name in CHECKS if name != "passage_order"]
+    assert list(enabled_checks(demo)) == list(CHECKS)
     assert enabled_checks({"checks": {"mock_order": False, "mars_coverage": None, "position_bias": [],
                                       "finetune_gain": True}}) == {"finetune_gain": True}
 

@@ -138,6 +138,31 @@ def with_budget(table: pd.DataFrame, by_language: pd.DataFrame, bradley_terry: d
     return table, by_language
 
 
+def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], features: pd.DataFrame) -> pd.DataFrame:
+    """What each model is as a system (``generator``, ``passages``: ``config.queries.system_components``)
+    and ``unjudged_citations``: the mean over its answers that cite something of the share of their
+    citations naming a passage nobody judged for the question (``features.deterministic``; left out
+    of the citation features, never counted as non-relevant). Null where no answer cites anything."""
+    systems = pd.DataFrame.from_dict(components, orient="index").rename_axis("model").reset_index()
+    if "top_k" in systems:
+        systems["top_k"] = systems["top_k"].astype("Int64")  # empty for a system no retriever feeds
+    unjudged = features.groupby("model")["unjudged_citations"].mean().rename("unjudged_citations")
+    return table.merge(systems, on="model", how="left").merge(unjudged, left_on="model", right_index=True, how="left")
+
+
+def with_retrieval(table: pd.DataFrame, retrieval: pd.DataFrame, measures: tuple[str, ...] = ("nDCG@10", "Recall@5")) -> pd.DataFrame:
+    """Beside each retrieved system (its ``retriever`` and ``reranker`` columns, ``with_systems``)
+    the measures of its run over all languages (the retrieval leaderboard's ``all`` row, or its one
+    language's), as ``retrieval_{measure}`` with ``_lower``/``_upper``; empty for other systems."""
+    languages = retrieval["lang"].unique()
+    overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("system")
+    runs = [None if pd.isna(retriever) else retriever if pd.isna(reranker) else f"{retriever}+{reranker}"
+            for retriever, reranker in zip(table["retriever"], table["reranker"])]
+    columns = [f"{m}{suffix}" for m in measures for suffix in ("", "_lower", "_upper")]
+    values = overall.reindex([run if run is not None else "" for run in runs])[columns]
+    return pd.concat([table, values.set_axis(table.index).add_prefix("retrieval_")], axis=1)
+
+
 def with_label_anchored(table: pd.DataFrame, anchored: pd.DataFrame, judge: str) -> pd.DataFrame:
     """``label_anchored_*``: each model's logit, interval and joint rank-set anchored on human labels
     (``polyrag.arena.label_anchored``; empty for models the anchored judge does not judge, and for

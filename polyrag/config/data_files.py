@@ -119,7 +119,8 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: judges.{name}.dir: {path} does not exist (recorded verdicts in {lang!r})")
     for name, entry in config["models"].items():
-        for path in passage_file_paths(entry, config["languages"]) if passage_file_spec(entry) else ():
+        written = name in (config.get("systems") or {})  # a retrieved system's passage files are the workflow's
+        for path in passage_file_paths(entry, config["languages"]) if passage_file_spec(entry) and not written else ():
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: models.{name}.passages: {path} does not exist (a file of the passages "
                                   f"model {name!r} is given, or their corpus)")

@@ -11,7 +11,8 @@ from polyrag.finetune.student import student_entry
 from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
-from polyrag.systems.passages import DEFAULT_MODE
+from polyrag.systems.answer_files import reads_answer_files
+from polyrag.systems.passages import DEFAULT_MODE, FILE
 
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
 FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
@@ -22,6 +23,36 @@ def wrong_language_source(entry: dict, key: str, languages: list[str]) -> str | 
     question_language = key.split("-")[0]
     candidates = entry["wrong_language_from"] or languages
     return next((lang for lang in candidates if lang.split("-")[0] != question_language), None)
+
+
+#: The key a baseline's entry names its generator by: the model whose backend and LLM cache it uses.
+GENERATOR = "generator"
+#: The key of a retrieved system's entry (``systems:``, config.retrieval) naming its retriever, reranker and top_k.
+SYSTEM = "system"
+
+
+def generator_of(name: str, entry: dict) -> str:
+    """The model whose backend, identity and LLM cache the system ``name`` uses: a baseline's
+    generator, else the model itself. A baseline shares its generator's cache: the same request
+    (a question the oracle is given every passage of, say) is paid once."""
+    return entry.get(GENERATOR, name)
+
+
+def system_components(config: dict) -> dict[str, dict]:
+    """What each model is as a system, for the leaderboard: its ``generator`` (the model whose
+    backend and cache answer), the ``passages`` it is given (a mode; ``retrieved``: by a system's
+    retriever, named with its reranker and top_k; ``file``: from a file, including a system whose
+    answers come from a file)."""
+    components = {}
+    for name, entry in config["models"].items():
+        passages = entry.get("passages", DEFAULT_MODE)
+        if SYSTEM in entry:
+            passages = "retrieved"
+        elif isinstance(passages, dict) or reads_answer_files(entry):
+            passages = FILE
+        parts = entry.get(SYSTEM) or {"retriever": None, "reranker": None, "top_k": None}
+        components[name] = {"generator": generator_of(name, entry), "passages": passages, **parts}
+    return components
 
 
 def judged_models(config: dict) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from polyrag.config.queries import control_entry, control_name, finetune_adapter_dir
+from polyrag.config.queries import GENERATOR, control_entry, control_name, finetune_adapter_dir
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
 from polyrag.systems.answer_files import language_path, passage_file_spec, reads_answer_files
@@ -84,17 +84,6 @@ def add_student(config: dict) -> None:
 
 #: The baselines a generator can switch on (``baselines:``), each a passages mode, and its default name.
 BASELINE_NAMES = {CLOSED_BOOK: "{generator}-closed-book", ORACLE: "{generator}-oracle"}
-#: The key a baseline's entry names its generator by: the model whose backend and LLM cache it uses.
-GENERATOR = "generator"
-
-
-def generator_of(name: str, entry: dict) -> str:
-    """The model whose backend, identity and LLM cache the system ``name`` uses: a baseline's
-    generator, else the model itself. A baseline shares its generator's cache: the same request
-    (a question the oracle is given every passage of, say) is paid once."""
-    return entry.get(GENERATOR, name)
-
-
 def baseline_names(name: str, entry: dict) -> dict[str, str]:
     """The baselines of the generator ``name``: passages mode -> model name (``baselines:`` as a
     list takes the default names, as a mapping the names it gives)."""
@@ -132,7 +121,8 @@ def add_baselines(config: dict, source: str = "config") -> None:
                 raise ConfigError(f"{where}: the baseline {system!r} is already a model under models: "
                                   f"(rename that model, or name the baseline, e.g. baselines: {{{mode}: {name}-{mode}}})")
             added[system], origin[system] = wanted, f"models.{name}.baselines.{mode}"
-    stray = [name for name, entry in models.items() if GENERATOR in entry and name not in added]
+    systems = config.get("systems") or {}  # their entries name their generator too (config.retrieval.add_systems)
+    stray = [name for name, entry in models.items() if GENERATOR in entry and name not in added and name not in systems]
     if stray:
         raise ConfigError(f"{source}: models.{stray[0]}.{GENERATOR}: set only on the models a generator's "
                           "baselines: adds; switch the baseline on there (baselines: [closed_book, oracle])")

@@ -22,6 +22,7 @@ from polyrag.config.queries import (control_entry, control_name, finetune_adapte
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
 from polyrag.config.resolve import add_baselines, add_student, resolve_local_data
+from polyrag.config.retrieval import add_systems, check_retrieval
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import check_student
 from polyrag.generate.prompts import refusal
@@ -68,7 +69,26 @@ def _describe(error: jsonschema.ValidationError) -> str:
         where = _key_path(error.absolute_path)
         keys = ", ".join(f"{where}.{k}" if where != "(top level)" else k for k in unknown)
         return f"unknown key {keys} (allowed: {', '.join(sorted(known))})"
+    if error.validator in ("oneOf", "anyOf"):  # jsonschema says only "not valid under any of the given schemas"
+        alternatives = " or ".join(_alternative(schema) for schema in error.validator_value)
+        return f"{_key_path(error.absolute_path)}: {error.instance!r} is none of the allowed forms: {alternatives}"
     return f"{_key_path(error.absolute_path)}: {error.message}"
+
+
+def _alternative(schema: dict) -> str:
+    """One branch of a oneOf in words: its values, or its type and keys."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    kind = schema.get("type", "a value")
+    if kind == "object" and "properties" in schema:
+        required = set(schema.get("required", []))
+        keys = ", ".join(f"{key} (required)" if key in required else key for key in schema["properties"])
+        return f"a mapping with keys {keys}"
+    if kind == "array" and "items" in schema:
+        return f"a list of {_alternative(schema['items'])}"
+    return f"a {kind}" if isinstance(kind, str) else "a " + " or ".join(kind)
 
 
 def check_unique_keys(path: str | Path) -> None:
@@ -186,8 +206,9 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         raise ConfigError(f"{source}: {_describe(error)}")
     resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
     check_mock_passages(config, source)
-    # Before the cross-key checks: a judge's contestants may name a baseline.
     add_baselines(config, source)
+    check_retrieval(config, source)
+    add_systems(config, source)
     check_semantics(config, source)
     if config["finetune"] is not None:
         check_finetune(config, source)
@@ -196,6 +217,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         error = best_match(validator.iter_errors(config))
         if error is not None:
             raise ConfigError(f"{source}: finetune.student (as models.{config['finetune']['name']}): {_describe(error)}")
+    check_judges(config, source)  # after the student and the baselines joined: a judge's contestants may name them
     if config["arena"]["human_labels"] is not None:
         check_human_labels(config, source)  # after the student joined: its judge may judge the student
     check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
@@ -245,7 +267,6 @@ def check_semantics(config: dict, source: str) -> None:
     if config["judges"] and len(judged_models(config)) < 2:
         raise ConfigError(f"{source}: models: pairwise judging needs at least 2 models with judged: true, "
                           f"found {judged_models(config)}")
-    check_judges(config, source)
     meta_eval = config["meta_eval"]
     if meta_eval is not None:
         if meta_eval["variant"] in ANNOTATION_LIST_VARIANTS:  # the loader would stop on the first sentence

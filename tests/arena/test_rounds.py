@@ -14,7 +14,7 @@ import yaml
 from polyrag.arena.adaptive import AdaptiveSettings, round_units, round_zero_units
 from polyrag.arena.leaderboard import with_budget
 from polyrag.arena.rounds import adaptive_settings, judge_round_count, question_ids, round_record
-from polyrag.config.queries import budget_spec, round_judges
+from polyrag.config.queries import budget_spec, judge_contestants, round_judges
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 from polyrag.judge.play import arena_items
@@ -25,6 +25,16 @@ def demo_config(repo, monkeypatch):
     monkeypatch.chdir(repo)
     with open(repo / "config.yaml") as handle:
         return yaml.safe_load(handle)
+
+
+def five_systems(config):
+    """The demo's error-rate mocks and Gemma, without the fine-tuned student, the grounded mocks and
+    their baselines (and the checks whose known truth they are)."""
+    del config["finetune"]
+    for name in ("mock-recall-83", "mock-recall-50", "mock-recall-17"):
+        del config["models"][name]
+    del config["judges"]["cite-check"]["contestants"]
+    config["checks"].update(finetune_gain=False, passage_order=False)
 
 
 def check(config, repo):
@@ -46,20 +56,22 @@ def test_demo_budget_rounds(demo_config, repo):
     assert sorted(round_judges(config)) == ["cite-check", "reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
-    # 7 models (the fine-tuned student and its control included) x 6 questions: 126 units; half is
-    # 63 = 21 (a 7-cycle x 3 questions) + 32 + the 10 left of round 2's 48
-    assert len(config["models"]) == 7 and config["data"]["arena_queries"] == 6
-    budget = 7 * 6 // 2 * 6 // 2
-    spent, rounds = round_zero_units(7, settings), 1
-    while spent < budget:
-        spent, rounds = spent + round_units(7, settings, rounds), rounds + 1
-    assert round_zero_units(7, settings) == 21 and round_units(7, settings, 1) == 32
-    assert rounds == 3 == judge_round_count(config, "reference", "en")
+    # reference judges 12 systems (the grounded mocks and baselines included) x 6 questions: 396 units,
+    # half is 198 = 36 (a 12-cycle x 3 questions) + 54 + 81 + the 27 left of round 3's 122;
+    # cite-check judges its 7 contestants: 126 units, half is 63 = 21 + 32 + the 10 left of round 2's 48
+    assert config["data"]["arena_queries"] == 6
+    for judge, models, rounds_expected in (("reference", 12, 4), ("cite-check", 7, 3)):
+        assert len(judge_contestants(config, judge)) == models
+        budget = models * (models - 1) // 2 * 6 // 2
+        spent, rounds = round_zero_units(models, settings), 1
+        while spent < budget:
+            spent, rounds = spent + round_units(models, settings, rounds), rounds + 1
+        assert rounds == rounds_expected == judge_round_count(config, judge, "en")
+    assert round_zero_units(12, settings) == 36 and round_units(12, settings, 1) == 54
 
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
-    del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
-    demo_config["checks"]["finetune_gain"] = False  # (whose known truth is then missing)
+    five_systems(demo_config)
     demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
     config = check(demo_config, repo)
     assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
@@ -127,8 +139,7 @@ def test_with_budget_adds_games_and_share_spent():
 def test_a_model_joining_later_keeps_the_earlier_rounds(demo_config, repo):
     from polyrag.config.queries import models_at, placement_round
 
-    del demo_config["finetune"]  # the demo's five arena models, without the fine-tuned student
-    demo_config["checks"]["finetune_gain"] = False  # (whose known truth is then missing)
+    five_systems(demo_config)
     demo_config["data"].update(max_questions=12, arena_queries=12)  # 12 questions: rounds of 3 have room to grow
     demo_config["arena"]["budget"] = {"share": 0.5}
     demo_config["arena"]["adaptive"] = {"block": 3, "joined": {"mock-80": 3}}

@@ -18,7 +18,8 @@ SEEDS = 200
 
 
 def cell(estimator: str, source: str, setting_start: str) -> tuple:
-    cells = bench_coverage.mars_cells() + bench_coverage.memerag_cells() + bench_coverage.bt_cells()
+    cells = (bench_coverage.mars_cells() + bench_coverage.memerag_cells() + bench_coverage.bt_cells()
+             + bench_coverage.retrieval_cells())
     matches = [c for c in cells if c[0] == estimator and c[1] == source and c[2].startswith(setting_start)]
     assert len(matches) == 1, [c[2] for c in cells if c[0] == estimator]
     return matches[0]
@@ -76,3 +77,17 @@ def test_bradley_terry_interval_of_a_model_that_played_few_questions_covers():
     covered = sum(row["coverage"] * SEEDS for row in rows)
     low, high = binom.interval(0.999, 2 * SEEDS, 0.95)
     assert low <= covered <= high, [row["coverage"] for row in rows]
+
+
+@pytest.mark.slow
+def test_retrieval_metric_interval_covers_at_a_demo_languages_size_and_the_percentile_bootstrap_does_not():
+    """12 questions (twice a demo language), Recall@5 near 0.9: the percentile interval of the
+    question bootstrap covered 0.70 (1,000 seeds), polyrag's 0.967 (a Wilson interval, a little
+    conservative at 12 questions). Two runs that differ on 5% of 6 questions: the percentile
+    interval of their paired difference is [0, 0] whenever they agree on all six (covered 0.22);
+    polyrag's covered 1.000."""
+    setting = "Recall@5 ~ Bernoulli(0.9), 12 questions"
+    assert run("retrieval metric mean", "polyrag", setting)[0]["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS
+    assert run("retrieval metric mean", "percentile question bootstrap", setting)[0]["coverage"] < 0.85
+    paired = "Recall@5, near-identical runs: differ on 5% of questions, difference 0.03, 6 questions"
+    assert run("retrieval paired difference", "polyrag", paired)[0]["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS

@@ -99,6 +99,9 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c["models"].update({10: {"backend": "mock", "error_rate": 0}}),
          "models.10: invalid model name 10 (quote it in YAML to make it text)"),
         (lambda c: c["finetune"].update(name="sft\n"), "finetune.name: invalid model name 'sft\\n'"),
+        (lambda c: c["models"]["mock-20"].update(passages="oracl"),
+         "models.mock-20.passages: 'oracl' is none of the allowed forms: one of question, oracle, closed_book "
+         "or a mapping with keys file (required), corpus"),
         (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
         (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
          "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'hi', 'zh']"),
@@ -255,10 +258,18 @@ def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
     assert "Job stats" not in output
 
 
+def without_contestants(config):
+    """The demo config whose cite-check judges every model: its contestants name the fine-tuned
+    student and its control, which a test that drops fine-tuning removes."""
+    del config["judges"]["cite-check"]["contestants"]
+    return config
+
+
 def xquad_config(demo_config, data_dir, languages):
     config = copy.deepcopy(demo_config)
     config.update(languages=languages, data={"source": "xquad", "dir": str(data_dir), "max_questions": 20},
                   finetune=None, mars=None, meta_eval=None, checks=None)
+    del config["judges"]["cite-check"]["contestants"]  # it names the student
     return config
 
 
@@ -362,14 +373,16 @@ KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_
         (lambda c: c["models"]["mock-80"].update(error_rate=0.5),
          "checks.mock_order: needs at least two mock systems (backend: mock), each with an error_rate of its own, "
          "found {'mock-perfect': 0.0, 'mock-20': 0.2, 'mock-50': 0.5, 'mock-80': 0.5}"),
-        (lambda c: c["checks"].update(passage_order=True) or c["models"].update(grounded={"backend": "mock", "grounded": True}),
+        (lambda c: [c["models"].pop(f"mock-recall-{recall}") for recall in (83, 50, 17)]
+         and c["models"].update(grounded={"backend": "mock", "grounded": True}),
          "checks.passage_order: needs at least two grounded mock systems (backend: mock, grounded: true) given "
          "different passages, found ['grounded']"),
         (lambda c: c["mars"].update(meta_eval=None), "checks.mars_coverage: needs mars: with meta_eval:"),
         (lambda c: c["checks"].update(position_bias=["gemma-judge", "gpt-judge"]),
          "checks.position_bias: ['gpt-judge'] not among the judges under judges:"),
-        (lambda c: c.update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
-        (lambda c: c["finetune"].update(control=False), "checks.finetune_gain: needs finetune: with its control"),
+        (lambda c: without_contestants(c).update(finetune=None), "checks.finetune_gain: needs finetune: with its control"),
+        (lambda c: without_contestants(c)["finetune"].update(control=False),
+         "checks.finetune_gain: needs finetune: with its control"),
         (lambda c: c["arena"].update(human_labels=None), "checks.label_anchored_agreement: needs arena.human_labels with a stand_in labeller"),
         (lambda c: c["arena"]["human_labels"].update(labels={"de": "config.yaml"}),
          "checks.label_anchored_agreement: arena.human_labels.labels gives people's labels for ['de']"),
@@ -390,7 +403,8 @@ def test_checks_turned_off_need_nothing(demo_config, repo, monkeypatch):
     fine-tuning or human labels is valid; a check left out gets its off default."""
     monkeypatch.chdir(repo)
     config = copy.deepcopy(demo_config)
-    config.update(finetune=None, mars=None, meta_eval=None, checks={"finetune_gain": False, "position_bias": []})
+    without_contestants(config).update(finetune=None, mars=None, meta_eval=None,
+                                       checks={"finetune_gain": False, "position_bias": []})
     config["arena"]["human_labels"] = None
     assert check(config, repo)["checks"] == {"finetune_gain": False, "position_bias": [], "mock_order": False,
                                              "passage_order": False, "mars_coverage": None,

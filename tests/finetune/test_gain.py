@@ -79,4 +79,5 @@ def test_the_control_is_the_student_served_the_same_way_without_the_adapter(repo
     config["finetune"]["control"] = False
     config["checks"]["finetune_gain"] = False  # the gain over the control is then not there to check
     config["models"].pop("gemma-270m-sft-base")
+    config["judges"]["cite-check"]["contestants"].remove("gemma-270m-sft-base")
     assert control_name(validate_config(config, repo / "schemas" / "config.schema.yaml")) is None

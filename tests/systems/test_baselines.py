@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from polyrag.config.queries import generation_settings, job_entry
-from polyrag.config.resolve import add_baselines, generator_of
+from polyrag.config.queries import generation_settings, generator_of, job_entry
+from polyrag.config.resolve import add_baselines
 from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
 from polyrag.errors import ConfigError

@@ -1,0 +1,113 @@
+"""The config's retrieval: corpora, retrievers, rerankers (``retrieval:``) and the RAG systems that
+join a retriever to a generator (``systems:``; docs/retrieval.md).
+
+A system joins ``models:`` as its generator's entry given other passages (as a baseline does): the
+top ``top_k`` passages of its retrieval run, which rule system_passages writes as the system's
+passage file (``SYSTEM_PASSAGES``), so that generation reads them as it reads any passage file. The
+entry keeps what the system is under ``SYSTEM`` (retriever, reranker, top_k) for the leaderboard.
+"""
+
+from __future__ import annotations
+
+from polyrag.config.queries import GENERATOR, SYSTEM
+from polyrag.errors import ConfigError
+from polyrag.systems.answer_files import reads_answer_files
+
+#: The passage file of a retrieved system: its run's top passages per question, with their text.
+SYSTEM_PASSAGES = "results/retrieval/passages/{system}/{lang}.parquet"
+
+
+def run_name(retriever: str, reranker: str | None) -> str:
+    """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
+    return retriever if reranker is None else f"{retriever}+{reranker}"
+
+
+def system_entry(generator_entry: dict, name: str, system: dict, generator: str) -> dict:
+    """A system's entry under models: its generator's (backend, decoding, resources, family), given
+    the passages of its run, with what it is under SYSTEM."""
+    own = {key: value for key, value in generator_entry.items() if key not in ("baselines", "passages", GENERATOR)}
+    parts = {"retriever": system["retriever"], "reranker": system["reranker"], "top_k": system["top_k"]}
+    return {**own, "judged": system["judged"], GENERATOR: generator,
+            "passages": {"file": SYSTEM_PASSAGES.replace("{system}", name), "corpus": None}, SYSTEM: parts}
+
+
+def add_systems(config: dict, source: str = "config") -> None:
+    """Each system under ``systems:`` joins ``models:``, after its names are checked: a generator
+    that is a language model under models:, a retriever and a reranker under retrieval:, a name
+    no model has. Validating twice adds nothing twice."""
+    systems = config.get("systems") or {}
+    if systems and config.get("retrieval") is None:
+        raise ConfigError(f"{source}: systems: {sorted(systems)} need retrieval: (corpora and retrievers)")
+    models = config["models"]
+    for name, system in systems.items():
+        where = f"{source}: systems.{name}"
+        generator = models.get(system["generator"])
+        if generator is None or GENERATOR in generator or SYSTEM in generator:
+            raise ConfigError(f"{where}.generator: {system['generator']!r} is not a generator under models: "
+                              f"(known: {', '.join(n for n, e in models.items() if GENERATOR not in e)})")
+        if reads_answer_files(generator):
+            raise ConfigError(f"{where}.generator: {system['generator']!r} reads its answers from files; a retrieved "
+                              "system needs a language model (or a mock) to answer from the passages")
+        retrieval = config["retrieval"]
+        if system["retriever"] not in retrieval["retrievers"]:
+            raise ConfigError(f"{where}.retriever: {system['retriever']!r} is not under retrieval.retrievers "
+                              f"(known: {', '.join(retrieval['retrievers'])})")
+        if system["reranker"] is not None and system["reranker"] not in retrieval["rerankers"]:
+            raise ConfigError(f"{where}.reranker: {system['reranker']!r} is not under retrieval.rerankers "
+                              f"(known: {', '.join(retrieval['rerankers']) or 'none'})")
+        depth = retrieval["depth"] if system["reranker"] is None else retrieval["rerankers"][system["reranker"]]["top_n"]
+        if system["top_k"] > depth:
+            raise ConfigError(f"{where}.top_k: {system['top_k']} passages, but its run holds {depth} per question "
+                              f"({'retrieval.depth' if system['reranker'] is None else 'its reranker top_n'})")
+        wanted = system_entry(generator, name, system, system["generator"])
+        if name in models and models[name] != wanted:  # equal: added by an earlier validation
+            raise ConfigError(f"{where}: {name!r} is already a model under models:; name the system otherwise")
+        models[name] = wanted
+
+
+def check_retrieval(config: dict, source: str = "config") -> None:
+    """Every retriever's corpus is a corpus; a corpus of source file names its file; a dense
+    retriever names its encoder."""
+    retrieval = config.get("retrieval")
+    if retrieval is None:
+        return
+    for name, corpus in retrieval["corpora"].items():
+        if (corpus["source"] == "file") != (corpus["file"] is not None):
+            raise ConfigError(f"{source}: retrieval.corpora.{name}.file: a corpus of source file needs file: "
+                              "(and only it takes one)")
+        if corpus["file"] is not None and "{lang}" not in corpus["file"]:
+            raise ConfigError(f"{source}: retrieval.corpora.{name}.file: {corpus['file']!r} has no {{lang}}; a corpus is "
+                              "one file per language key")
+    for name, retriever in retrieval["retrievers"].items():
+        where = f"{source}: retrieval.retrievers.{name}"
+        if retriever["corpus"] not in retrieval["corpora"]:
+            raise ConfigError(f"{where}.corpus: {retriever['corpus']!r} is not under retrieval.corpora "
+                              f"(known: {', '.join(retrieval['corpora'])})")
+        if (retriever["kind"] == "dense") != (retriever["model"] is not None):
+            raise ConfigError(f"{where}.model: a dense retriever names its encoder (e.g. multilingual-e5-small), "
+                              "and only it")
+
+
+def corpus_language(config: dict, retriever: str, lang: str) -> str:
+    """The language of the corpus that questions of ``lang`` retrieve from with ``retriever``."""
+    return config["retrieval"]["retrievers"][retriever]["corpus_language"] or lang
+
+
+def system_runs(config: dict) -> list[tuple[str, str | None]]:
+    """The (retriever, reranker) runs the systems read, each once, in config order."""
+    return list(dict.fromkeys((s["retriever"], s["reranker"]) for s in (config.get("systems") or {}).values()))
+
+
+def retrieval_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of a retriever's or reranker's jobs: its kind's defaults
+    (``polyrag.retrieval.retrievers``), then the entry's own; attempt k asks for k times the runtime."""
+    from polyrag.retrieval.retrievers import RERANKERS, RETRIEVERS
+
+    kinds = RETRIEVERS if entry["kind"] in RETRIEVERS else RERANKERS
+    resources = {**kinds[entry["kind"]].resources, **(entry.get("resources") or {})}
+    return {**resources, "runtime": resources["runtime"] * attempt}
+
+
+def corpus_languages(config: dict, retriever: str) -> list[str]:
+    """The corpus languages a retriever indexes: those the questions of every language retrieve from."""
+    return list(dict.fromkeys(corpus_language(config, retriever, lang) for lang in config["languages"]))

@@ -1,0 +1,100 @@
+"""BM25 over a corpus with ``bm25s``: built once per (corpus, language), saved to a folder,
+searched with the tokens of ``polyrag.retrieval.tokenize``.
+
+Defaults are Pyserini's (and so BERGEN's BM25): ``k1=0.9, b=0.4`` and Lucene's scoring
+(``method="lucene"``: IDF ``log(1 + (N - df + 0.5) / (df + 0.5))``, always positive; term weight
+``tf / (tf + k1 (1 - b + b dl / avgdl))``). bm25s's other variants (``robertson``, ``atire``,
+``bm25l``, ``bm25+``) are one parameter away.
+
+A run lists a question's passages with a positive score only: a passage that shares no token with
+the question is not retrieved (Lucene's behaviour). With ``bm25l`` or ``bm25+`` every passage
+scores above zero, so every question gets ``k`` passages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from polyrag.errors import DataError
+from polyrag.progress import progress
+from polyrag.retrieval.corpus import indexed_texts
+from polyrag.retrieval.runs import empty_run, make_run
+from polyrag.retrieval.tokenize import Tokenizer
+
+K1, B, METHOD = 0.9, 0.4, "lucene"
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+SETTINGS = "polyrag_bm25.json"
+DOCIDS = "docids.json"
+
+
+class BM25Index:
+    def __init__(self, retriever, docids: list[str], tokenizer: Tokenizer):
+        self.retriever, self.docids, self.tokenizer = retriever, docids, tokenizer
+
+    @classmethod
+    def build(cls, corpus: pd.DataFrame, language: str, k1: float = K1, b: float = B, method: str = METHOD,
+              stem: bool = True, stopwords: bool = False) -> BM25Index:
+        """The index of ``corpus`` (``docid, title, text`` and optionally ``contents``: see
+        ``polyrag.retrieval.corpus``), its passages tokenized for ``language``."""
+        import bm25s
+
+        if method not in METHODS:
+            raise ValueError(f"unknown BM25 method {method!r} (one of {', '.join(METHODS)})")
+        if len(corpus) == 0:
+            raise DataError("the corpus is empty: there is nothing to index")
+        tokenizer = Tokenizer(language, stem=stem, stopwords=stopwords)
+        vocabulary: dict[str, int] = {}  # token -> id in order of first appearance: the same index files on every run
+        ids = [[vocabulary.setdefault(token, len(vocabulary)) for token in tokenizer(text)]
+               for text in progress(indexed_texts(corpus), desc=f"BM25 tokens ({language})", unit="passage")]
+        retriever = bm25s.BM25(k1=k1, b=b, method=method)
+        retriever.index((ids, vocabulary), show_progress=False)
+        return cls(retriever, [str(d) for d in corpus["docid"]], tokenizer)
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.retriever.save(folder, show_progress=False)
+        (folder / DOCIDS).write_text(json.dumps(self.docids, ensure_ascii=False), encoding="utf-8")
+        (folder / SETTINGS).write_text(json.dumps(self.tokenizer.settings(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: str | Path, mmap: bool = False) -> BM25Index:
+        import bm25s
+
+        folder = Path(folder)
+        if not (folder / SETTINGS).exists():
+            raise DataError(f"{folder}: not a BM25 index written by polyrag (no {SETTINGS})")
+        settings = json.loads((folder / SETTINGS).read_text(encoding="utf-8"))
+        retriever = bm25s.BM25.load(folder, mmap=mmap, show_progress=False, verbosity=0)
+        docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))
+        if len(docids) != retriever.scores["num_docs"]:
+            raise DataError(f"{folder}: {len(docids)} docids for an index of {retriever.scores['num_docs']} passages")
+        tokenizer = Tokenizer(settings["language"], stem=settings["stem"], stopwords=settings["stopwords"])
+        return cls(retriever, docids, tokenizer)
+
+    @property
+    def parameters(self) -> dict:
+        return {"k1": self.retriever.k1, "b": self.retriever.b, "method": self.retriever.method}
+
+    def search(self, queries: Mapping[str, str], k: int = 100, threads: int = 1) -> pd.DataFrame:
+        """The top ``k`` passages of each query (``{query_id: text}``) as a run."""
+        if not queries:
+            return empty_run()
+        vocabulary = self.retriever.vocab_dict
+        # Token ids, of the corpus's tokens only: a query with none retrieves nothing (every score 0).
+        tokens = {str(q): [vocabulary[t] for t in self.tokenizer(text) if t in vocabulary] for q, text in queries.items()}
+        tokens = {q: ids for q, ids in tokens.items() if ids}
+        if not tokens:
+            return empty_run()
+        found = self.retriever.retrieve(list(tokens.values()), k=min(k, len(self.docids)), show_progress=False,
+                                        n_threads=threads if threads > 1 else 0)
+        positions, scores = np.asarray(found.documents), np.asarray(found.scores, dtype=np.float64)
+        keep = scores > 0
+        query_rows = np.nonzero(keep)[0]
+        return make_run(np.asarray(list(tokens), dtype=object)[query_rows],
+                        np.asarray(self.docids, dtype=object)[positions[keep]], scores[keep])

@@ -1,0 +1,52 @@
+"""What retrieval reads from the question records (``results/data/{lang}.parquet``): the query of
+each question and its relevance labels, and what a system is given: its run's top passages.
+
+Relevance labels (qrels) are the question's own: its relevant docids are relevant (1), its other
+passages judged non-relevant (0; MIRACL's passages in a record are its judged ones, the demo's and
+XQuAD's distractors are non-relevant by construction). Any other docid a retriever returns was
+judged by nobody for the question: unjudged, reported as such (``metrics.unjudged_at_k``), never
+counted as non-relevant by a label we do not have.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from polyrag.errors import DataError
+from polyrag.systems.passages import as_passage
+
+
+def queries_of(records: list[dict]) -> dict[str, str]:
+    """``{query_id: query}``: what each question searches with."""
+    return {str(record["query_id"]): record["query"] for record in records}
+
+
+def qrels_of(records: list[dict]) -> dict[str, dict[str, int]]:
+    """``{query_id: {docid: 1 relevant, 0 judged non-relevant}}`` from the questions' passages."""
+    qrels = {}
+    for record in records:
+        relevant = {str(docid) for docid in record["relevant_docids"]}
+        judged = {str(p["docid"]): int(str(p["docid"]) in relevant) for p in record["passages"]}
+        qrels[str(record["query_id"])] = judged | {docid: 1 for docid in relevant}
+    return qrels
+
+
+def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], top_k: int,
+                 source: str) -> list[dict]:
+    """One row per question: ``query_id`` and ``passages``, the run's first ``top_k`` (docid, title,
+    text), in rank order, the rows a passage file holds (``systems.answer_files``). A question the run
+    retrieved nothing for is given no passages (and counted by the caller's log); a docid missing from
+    the corpus stops, naming ``source``."""
+    head = run[run["rank"] <= top_k].sort_values(["query_id", "rank"])
+    by_docid = corpus.set_index("docid")
+    missing = sorted(set(head["docid"]) - set(by_docid.index))
+    if missing:
+        raise DataError(f"{source}: {len(missing)} docids of the run are not in its corpus: {missing[:5]}")
+    ranked = head.groupby("query_id", sort=False)["docid"].agg(list).to_dict()
+    rows = []
+    for record in records:
+        docids = ranked.get(str(record["query_id"]), [])
+        passages = [as_passage({"docid": docid, "title": by_docid.at[docid, "title"], "text": by_docid.at[docid, "text"]})
+                    for docid in docids]
+        rows.append({"query_id": str(record["query_id"]), "passages": passages})
+    return rows

@@ -1,0 +1,71 @@
+# The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.retrieval import (SYSTEM_PASSAGES, corpus_language, corpus_languages, retrieval_resources, run_name,
+                                     system_runs)
+
+
+RETRIEVAL = config["retrieval"]
+CORPORA = list(RETRIEVAL["corpora"]) if RETRIEVAL else []
+RETRIEVERS = RETRIEVAL["retrievers"] if RETRIEVAL else {}
+RERANKERS = RETRIEVAL["rerankers"] if RETRIEVAL else {}
+SYSTEMS = config["systems"]
+BM25_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "bm25"]
+DENSE_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "dense"]
+# A run: a retriever's, or a retriever's reranked ({retriever}+{reranker}); every retriever's runs are
+# scored, reranked runs where a system reads them.
+RUNS = list(dict.fromkeys(list(RETRIEVERS) + [run_name(*run) for run in system_runs(config)]))
+# The corpus of one language (any language a retriever reads, which a cross-lingual one may take
+# outside `languages`), chunked; one index per retriever and corpus language.
+CORPUS = "results/retrieval/corpora/{corpus}/{corpus_lang}.parquet"
+BM25_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/bm25"
+DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy"
+DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
+RUN = "results/retrieval/runs/{run}/{lang}.parquet"
+RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
+# The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
+DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir": f"{workflow.basedir}/resources/xquad"}
+
+
+def retriever_entry(wildcards):
+    return RETRIEVERS[wildcards.retriever]
+
+
+def reranker_entry(wildcards):
+    return RERANKERS[wildcards.reranker]
+
+
+def retriever_corpus(wildcards):
+    """The corpus file a retriever indexes in the index's corpus language."""
+    return CORPUS.format(corpus=RETRIEVERS[wildcards.retriever]["corpus"], corpus_lang=wildcards.corpus_lang)
+
+
+def dense_shards(wildcards):
+    shards = RETRIEVERS[wildcards.retriever]["shards"]
+    return [DENSE_SHARD.format(retriever=wildcards.retriever, corpus_lang=wildcards.corpus_lang, shard=shard)
+            for shard in range(shards)]
+
+
+def retriever_index(wildcards):
+    """The index questions of ``lang`` search with this retriever: of its corpus in the question's
+    language, or in the retriever's corpus_language (a cross-lingual datastore)."""
+    pattern = BM25_INDEX if RETRIEVERS[wildcards.retriever]["kind"] == "bm25" else DENSE_INDEX
+    return pattern.format(retriever=wildcards.retriever, corpus_lang=corpus_language(config, wildcards.retriever, wildcards.lang))
+
+
+def first_stage_corpus(wildcards):
+    """The corpus of a reranked run's first stage, in the question's corpus language."""
+    retriever = wildcards.retriever
+    return CORPUS.format(corpus=RETRIEVERS[retriever]["corpus"], corpus_lang=corpus_language(config, retriever, wildcards.lang))
+
+
+def system_entry(wildcards):
+    return config["models"][wildcards.system]["system"]
+
+
+def system_run(wildcards):
+    parts = system_entry(wildcards)
+    return RUN.format(run=run_name(parts["retriever"], parts["reranker"]), lang=wildcards.lang)
+
+
+def system_corpus(wildcards):
+    retriever = system_entry(wildcards)["retriever"]
+    return CORPUS.format(corpus=RETRIEVERS[retriever]["corpus"], corpus_lang=corpus_language(config, retriever, wildcards.lang))

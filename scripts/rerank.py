@@ -1,0 +1,23 @@
+"""Snakemake entry point of rule rerank: a run's top passages reordered by a cross-encoder
+(polyrag.retrieval.rerank); the first stage's rank and score kept beside."""
+
+from polyrag.data.records import read_questions
+from polyrag.logs import run_logged
+from polyrag.retrieval.corpus import corpus_texts, read_corpus
+from polyrag.retrieval.questions import queries_of
+from polyrag.retrieval.rerank import CrossEncoderReranker
+from polyrag.retrieval.runs import read_run, write_run, write_trec
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    entry = sm.params.reranker
+    run = read_run(sm.input.run)
+    texts = corpus_texts(read_corpus(sm.input.corpus), run["docid"])
+    reranked = CrossEncoderReranker(entry["model"]).rerank(run, queries_of(read_questions(sm.input.questions)), texts,
+                                                           top_n=entry["top_n"])
+    write_run(reranked, sm.output.run)
+    write_trec(reranked, sm.output.trec, tag=f"{sm.wildcards.retriever}+{sm.wildcards.reranker}")
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

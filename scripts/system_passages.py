@@ -1,0 +1,26 @@
+"""Snakemake entry point of rule system_passages: a retrieved system's passage file, its run's first
+top_k passages per question with their text (polyrag.retrieval.questions.top_passages)."""
+
+import logging
+
+import pandas as pd
+
+from polyrag.data.records import read_questions
+from polyrag.logs import run_logged
+from polyrag.retrieval.corpus import read_corpus
+from polyrag.retrieval.questions import top_passages
+from polyrag.retrieval.runs import read_run
+
+
+def main() -> None:
+    sm = snakemake  # noqa: F821 - provided by Snakemake
+    rows = top_passages(read_run(sm.input.run), read_corpus(sm.input.corpus), read_questions(sm.input.questions),
+                        sm.params.system["top_k"], sm.input.run)
+    given_none = [row["query_id"] for row in rows if not row["passages"]]
+    if given_none:
+        logging.getLogger("polyrag").warning("%d of %d questions are given no passages (their run is empty): %s",
+                                             len(given_none), len(rows), given_none[:10])
+    pd.DataFrame(rows).to_parquet(sm.output[0], index=False)
+
+
+run_logged(main, snakemake.log[0])  # noqa: F821

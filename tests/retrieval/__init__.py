@@ -1,0 +1,1 @@
+"""Tests of polyrag.retrieval: corpora, tokens, BM25, dense indexes, reranking, runs."""

@@ -1,0 +1,129 @@
+"""Retrieval end to end (issue 41): the demo corpus indexed by BM25 and by multilingual-e5-small
+(in two shards gathered into one faiss index; for German questions from the English corpus, a
+cross-lingual datastore), runs scored against the questions' labels, and grounded mock systems
+given each run's first passages. A grounded mock is right exactly when a relevant passage is among
+those given, so the arena must rank the systems by the share of questions their retriever put a
+relevant passage in the top k for (read here from the runs themselves), between the closed-book
+and oracle baselines."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from polyrag.retrieval.runs import read_run, read_trec
+
+from .test_workflow import scheduled_jobs, snakemake
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+
+SYSTEMS = {"mock-bm25-3": ("bm25", 3), "mock-e5-1": ("e5-en", 1), "mock-bm25-1": ("bm25", 1)}
+
+
+def retrieval_config(repo, tmp_path):
+    return {
+        "languages": ["en", "de"], "seed": 42, "cache_dir": str(tmp_path / "cache"),
+        "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 12, "arena_queries": 12},
+        "models": {"mock-grounded": {"backend": "mock", "grounded": True,
+                                     "baselines": {"closed_book": "mock-closed-book", "oracle": "mock-oracle"}}},
+        "judges": {"reference": {"backend": "reference"}},
+        "arena": {"judge": "reference", "surrogate": {"holdout_repeats": 5}},
+        "retrieval": {"corpora": {"demo": {"source": "demo"}},
+                      "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
+                                     "e5-en": {"kind": "dense", "corpus": "demo", "model": "multilingual-e5-small",
+                                               "corpus_language": "en", "shards": 2, "resources": {"gpu": 0}}},
+                      "intervals": {"bootstrap": 200}},
+        "systems": {name: {"generator": "mock-grounded", "retriever": retriever, "top_k": k}
+                    for name, (retriever, k) in SYSTEMS.items()},
+        "checks": {"passage_order": True},
+    }
+
+
+@pytest.fixture(scope="module")
+def retrieved(repo, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("retrieval")
+    config = retrieval_config(repo, workdir)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(repo, workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, config
+
+
+def hits(run: pd.DataFrame, questions: pd.DataFrame, k: int) -> dict[str, bool]:
+    """Per question: a relevant passage among the run's first k (computed here from the run)."""
+    relevant = questions.set_index("query_id")["relevant_docids"].map(set)
+    head = run[run["rank"] <= k]
+    found = head.groupby("query_id")["docid"].agg(set)
+    return {q: bool(found.get(q, set()) & relevant[q]) for q in questions["query_id"]}
+
+
+def test_runs_metrics_and_the_systems_passages(retrieved):
+    workdir, config = retrieved
+    board = pd.read_csv(workdir / "results/retrieval/leaderboard.csv", keep_default_na=False, na_values=[""])
+    for lang in config["languages"]:
+        questions = pd.read_parquet(workdir / f"results/data/{lang}.parquet")
+        relevant = questions.set_index("query_id")["relevant_docids"].map(set)
+        for retriever in ("bm25", "e5-en"):
+            run = read_run(workdir / f"results/retrieval/runs/{retriever}/{lang}.parquet")
+            trec = read_trec(workdir / f"results/retrieval/runs/{retriever}/{lang}.trec")
+            assert trec[["query_id", "docid", "rank"]].equals(run[["query_id", "docid", "rank"]])
+            # Recall@5 by hand: the share of a question's relevant docids among its first 5, averaged
+            by_hand = [len(set(run[(run.query_id == q) & (run["rank"] <= 5)].docid) & relevant[q]) / len(relevant[q])
+                       for q in questions["query_id"]]
+            row = board[(board.system == retriever) & (board.lang == lang)].iloc[0]
+            assert row["Recall@5"] == pytest.approx(sum(by_hand) / len(by_hand))
+            assert row["Recall@5_lower"] <= row["Recall@5"] <= row["Recall@5_upper"]
+        # the English corpus for German questions: the demo is parallel, so the docids (and labels) match
+        assert set(read_run(workdir / f"results/retrieval/runs/e5-en/{lang}.parquet").docid) <= set(
+            pd.read_parquet(workdir / "results/retrieval/corpora/demo/en.parquet").docid)
+        # each system's answers carry exactly its run's first k passages, with the corpus's text
+        corpus = pd.read_parquet(workdir / f"results/retrieval/corpora/demo/{lang}.parquet").set_index("docid")
+        for name, (retriever, k) in SYSTEMS.items():
+            run = read_run(workdir / f"results/retrieval/runs/{retriever}/{lang}.parquet")
+            answers = pd.read_parquet(workdir / f"results/answers/{name}/{lang}.parquet")
+            for query_id, passages in zip(answers["query_id"], answers["passages"]):
+                expected = run[(run.query_id == query_id) & (run["rank"] <= k)].sort_values("rank").docid.tolist()
+                assert [p["docid"] for p in passages] == expected
+                if retriever == "bm25":  # the question's own corpus
+                    assert [p["text"] for p in passages] == corpus.loc[expected, "text"].tolist()
+
+
+def test_the_arena_ranks_retrieved_systems_by_their_retrievers_hits(retrieved):
+    workdir, config = retrieved
+    share = {"mock-closed-book": 0.0, "mock-oracle": 1.0}
+    for name, (retriever, k) in SYSTEMS.items():
+        found = [hit for lang in config["languages"] for hit in hits(
+            read_run(workdir / f"results/retrieval/runs/{retriever}/{lang}.parquet"),
+            pd.read_parquet(workdir / f"results/data/{lang}.parquet"), k).values()]
+        share[name] = sum(found) / len(found)
+    assert len({share[n] for n in SYSTEMS if 0 < share[n] < 1}) >= 2, share  # an order to get right or wrong
+    checks = pd.read_csv(workdir / "results/checks.csv")
+    assert checks["check"].eq("passage_order").all() and checks["passed"].all(), checks.to_dict("records")
+    board = pd.read_csv(workdir / "results/leaderboard.csv").set_index("model")
+    by_share = sorted(share, key=lambda name: -share[name])
+    distinct = [name for name in by_share if list(share.values()).count(share[name]) == 1]
+    assert board.loc[distinct, "rank"].is_monotonic_increasing, (share, board["rank"].to_dict())
+    assert board.loc["mock-oracle", "rank"] == 1 and board.loc["mock-closed-book", "rank"] == len(board)
+    detailed = pd.read_csv(workdir / "results/leaderboard_detailed.csv").set_index("model")
+    assert detailed.loc["mock-e5-1", ["generator", "passages", "retriever", "top_k"]].tolist() == [
+        "mock-grounded", "retrieved", "e5-en", 1]
+    retrieval = pd.read_csv(workdir / "results/retrieval/leaderboard.csv").set_index(["system", "lang"])
+    assert detailed.loc["mock-e5-1", "retrieval_Recall@5"] == retrieval.loc[("e5-en", "all"), "Recall@5"]
+    assert pd.isna(detailed.loc["mock-oracle", "retrieval_Recall@5"])
+
+
+def test_a_new_system_on_an_existing_run_adds_only_its_own_jobs(retrieved, repo):
+    workdir, config = retrieved
+    config["systems"]["mock-bm25-2"] = {"generator": "mock-grounded", "retriever": "bm25", "top_k": 2}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        result = snakemake(repo, workdir, "-n", "--quiet", "rules")
+    finally:
+        config["systems"].pop("mock-bm25-2")
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    jobs = scheduled_jobs(result.stdout)
+    # its passages, answers and features; no corpus, index or run again
+    assert jobs["system_passages"] == 2 and jobs["generate_answers"] == 1, jobs
+    assert not {"retrieval_corpus", "bm25_index", "encode_dense_shard", "dense_index", "retrieve",
+                "retrieval_metrics", "retrieval_leaderboard"} & set(jobs), jobs
