@@ -172,7 +172,7 @@ def test_sentence_transformers_encoder_applies_its_prompts(tmp_path):
     import torch
     from transformers import BertConfig, BertModel
 
-    from tests.tiny_models import pair_tokenizer
+    from tests.helpers.tiny_models import pair_tokenizer
 
     tokenizer = pair_tokenizer()
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -25,7 +25,7 @@ QUERIES = {"q1": "The Niger River flows into the Gulf", "q2": "Mozart was born o
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    from tests.tiny_models import sequence_classifier
+    from tests.helpers.tiny_models import sequence_classifier
 
     return sequence_classifier(tmp_path_factory.mktemp("cross-encoder") / "model", {0: "LABEL_0"})
 

@@ -14,7 +14,7 @@ import yaml
 
 from polyrag.retrieval.runs import read_run, read_trec
 
-from .test_workflow import scheduled_jobs, snakemake
+from tests.helpers.workflow import scheduled_jobs, snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
