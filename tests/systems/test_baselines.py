@@ -87,7 +87,8 @@ def test_baselines_take_the_names_the_config_gives(repo, tmp_path):
     ({"gemma": {**GEMMA, "generator": "other"}, "m": {"backend": "mock", "error_rate": 0.1}},
      r"models.gemma.generator: set only on the models a generator's baselines: adds"),
     ({"gemma": {**GEMMA, "passages": "retrieved"}, "m": {"backend": "mock", "error_rate": 0.1}},
-     r"my.yaml: models.gemma.passages: 'retrieved' is not valid under any of the given schemas"),
+     r"my.yaml: models.gemma.passages: 'retrieved' is none of the allowed forms: one of question, oracle, closed_book or a "
+     r"mapping with keys file \(required\), corpus"),
     ({"gemma": {**GEMMA, "baselines": ["oracle", "retrieved"]}, "m": {"backend": "mock", "error_rate": 0.1}},
      r"my.yaml: models.gemma.baselines"),
     ({"gemma": {**GEMMA, "baselines": {"oracle": "bad__name"}}, "m": {"backend": "mock", "error_rate": 0.1}},
