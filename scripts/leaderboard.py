@@ -35,7 +35,7 @@ def main() -> None:
                           for model, path in zip(sm.params.feature_models, i.features)], ignore_index=True)
     table = with_systems(table, sm.params.systems, features)
     if i.retrieval:
-        table = with_retrieval(table, read_table(i.retrieval))
+        table = with_retrieval(table, read_table(i.retrieval[0]))
     if i.label_anchored:
         table = with_label_anchored(table, read_table(i.label_anchored), sm.params.label_anchored_judge)
     short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)
