@@ -54,10 +54,17 @@ def row(subject: str, expected: str, observed: str, passed: bool) -> dict:
 
 
 def mock_tau(ranks: pd.Series, rates: dict[str, float]) -> float:
-    """Kendall's tau (b) between the mocks' error rates and their ranks (1 best): 1.0 when every
-    pair of mocks is ordered as its error rates are; a tie in rank lowers it."""
+    """Kendall's tau between the systems' true values (``rates``: error rates, lower is better) and
+    their ranks (1 best), over the pairs whose true values differ: (concordant - discordant) / those
+    pairs. 1.0 only when every such pair is ranked strictly in its true order (a tie in rank counts
+    as neither); two systems of equal truth (grounded systems given a relevant passage equally
+    often) may be ranked either way."""
     mocks = [model for model in ranks.index if model in rates]
-    return float(kendalltau([rates[m] for m in mocks], ranks[mocks].to_numpy(float)).statistic)
+    pairs = [(a, b) for i, a in enumerate(mocks) for b in mocks[i + 1:] if rates[a] != rates[b]]
+    if not pairs:
+        return float("nan")
+    signs = [np.sign(rates[b] - rates[a]) * np.sign(ranks[b] - ranks[a]) for a, b in pairs]
+    return float(np.sum(signs) / len(pairs))
 
 
 def true_order(rates: dict[str, float]) -> str:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from polyrag.checks import CHECKS, COLUMNS, run_checks
+from polyrag.checks import CHECKS, COLUMNS, mock_tau, run_checks
 from polyrag.config.checks import NEEDS, enabled_checks
 from polyrag.show import summary
 
@@ -228,3 +228,14 @@ def test_passage_order_reads_the_truth_from_the_answers_passages(tmp_path):
     files = grounded_tables(tmp_path, ["oracle", "recall-75", "recall-25", "closed"], {**found, "recall-75": 1, "recall-25": 3})
     board, languages = one("passage_order", files, True, {"grounded": sorted(found)})
     assert not board["passed"] and not languages["passed"] and "recall-25 (0.75) > recall-75 (0.25)" in board["expected"]
+
+
+def test_order_checks_let_systems_of_equal_truth_rank_either_way():
+    ranks = pd.Series({"oracle": 1, "a": 2, "b": 3, "c": 4, "closed": 5})
+    # a and b were given a relevant passage equally often: their order is no evidence either way
+    truth = {"oracle": 0.0, "a": 0.25, "b": 0.25, "c": 0.5, "closed": 1.0}
+    assert mock_tau(ranks, truth) == 1.0
+    assert mock_tau(ranks[["b", "a", "oracle", "c", "closed"]].rename({"b": "a", "a": "b"}), truth) == 1.0
+    # a tie in rank between systems of different truth is not in order; a swap is discordant
+    assert mock_tau(pd.Series({"oracle": 1, "a": 2, "b": 2, "c": 2, "closed": 5}), truth) == pytest.approx(7 / 9)
+    assert mock_tau(pd.Series({"oracle": 1, "a": 2, "b": 3, "c": 5, "closed": 4}), truth) == pytest.approx(7 / 9)
