@@ -107,7 +107,3 @@ def retrieval_resources(entry: dict, attempt: int = 1) -> dict[str, int]:
     resources = {**kinds[entry["kind"]].resources, **(entry.get("resources") or {})}
     return {**resources, "runtime": resources["runtime"] * attempt}
 
-
-def corpus_languages(config: dict, retriever: str) -> list[str]:
-    """The corpus languages a retriever indexes: those the questions of every language retrieve from."""
-    return list(dict.fromkeys(corpus_language(config, retriever, lang) for lang in config["languages"]))

@@ -1,6 +1,5 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.config.retrieval import (SYSTEM_PASSAGES, corpus_language, corpus_languages, retrieval_resources, run_name,
-                                     system_runs)
+from polyrag.config.retrieval import SYSTEM_PASSAGES, corpus_language, retrieval_resources, run_name, system_runs
 
 
 RETRIEVAL = config["retrieval"]
@@ -51,10 +50,14 @@ def retriever_index(wildcards):
     return pattern.format(retriever=wildcards.retriever, corpus_lang=corpus_language(config, wildcards.retriever, wildcards.lang))
 
 
+def question_corpus(retriever, lang):
+    """The corpus questions of ``lang`` retrieve from with ``retriever`` (its corpus_language's, else theirs)."""
+    return CORPUS.format(corpus=RETRIEVERS[retriever]["corpus"], corpus_lang=corpus_language(config, retriever, lang))
+
+
 def first_stage_corpus(wildcards):
-    """The corpus of a reranked run's first stage, in the question's corpus language."""
-    retriever = wildcards.retriever
-    return CORPUS.format(corpus=RETRIEVERS[retriever]["corpus"], corpus_lang=corpus_language(config, retriever, wildcards.lang))
+    """The corpus of a reranked run's first stage: the passages the reranker reads."""
+    return question_corpus(wildcards.retriever, wildcards.lang)
 
 
 def system_entry(wildcards):
@@ -67,5 +70,4 @@ def system_run(wildcards):
 
 
 def system_corpus(wildcards):
-    retriever = system_entry(wildcards)["retriever"]
-    return CORPUS.format(corpus=RETRIEVERS[retriever]["corpus"], corpus_lang=corpus_language(config, retriever, wildcards.lang))
+    return question_corpus(system_entry(wildcards)["retriever"], wildcards.lang)
