@@ -134,8 +134,13 @@ def test_arena_tables_leaderboard_and_report(run, repo):
     mars = [f"mars_{m}{s}" for m in ("cr", "ar", "af", "lc") for s in ("", "_ci_low", "_ci_high")]
     assert list(board.columns) == ["model", "rank", "rank_style_controlled", "rank_best", "rank_worst", "mean_rank",
                                    "score", "ci_low", "ci_high", "score_style_controlled", "ci_low_style_controlled",
-                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", "mars_languages", *mars]
+                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", "mars_languages", *mars,
+                                   "generator", "passages", "retriever", "reranker", "top_k", "unjudged_citations"]
     assert short.equals(board[short.columns])
+    # every system is its own generator given its question's passages, whose citations are all judged
+    assert board["generator"].tolist() == board["model"].tolist() and board["passages"].eq("question").all()
+    assert board[["retriever", "reranker", "top_k"]].isna().all().all()
+    assert board["unjudged_citations"].dropna().eq(0).all() and board["unjudged_citations"].notna().any()
     assert set(board["mars_languages"]) == {",".join(sorted(config["mars"]["languages"] or config["languages"]))}
     # Every interval is there; a score only where the judge can measure the metric (else empty).
     assert board[[c for c in mars if "_ci_" in c]].notna().all().all()
