@@ -165,7 +165,7 @@ rule system_passages:
     output:
         SYSTEM_PASSAGES,
     params:
-        system=system_entry,
+        system=system_parts,
     localrule: True
     log:
         "logs/retrieval/passages/{system}/{lang}.log",

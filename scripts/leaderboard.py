@@ -9,6 +9,7 @@ import pandas as pd
 from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_budget,
                                        with_label_anchored, with_mars_scores, with_retrieval, with_style_controlled, with_systems)
 from polyrag.arena.style_control import style_controlled_ranks
+from polyrag.config.retrieval import run_name
 from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 
@@ -35,7 +36,9 @@ def main() -> None:
                           for model, path in zip(sm.params.feature_models, i.features)], ignore_index=True)
     table = with_systems(table, sm.params.systems, features)
     if i.retrieval:
-        table = with_retrieval(table, read_table(i.retrieval[0]))
+        runs = {model: run_name(system["retriever"], system["reranker"])
+                for model, system in sm.params.systems.items() if system["retriever"] is not None}
+        table = with_retrieval(table, read_table(i.retrieval[0]), runs)
     if i.label_anchored:
         table = with_label_anchored(table, read_table(i.label_anchored), sm.params.label_anchored_judge)
     short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)

@@ -1,6 +1,7 @@
 """Snakemake entry point of rule rerank: a run's top passages reordered by a cross-encoder
 (polyrag.retrieval.rerank); the first stage's rank and score kept beside."""
 
+from polyrag.config.retrieval import run_name
 from polyrag.data.records import read_questions
 from polyrag.logs import run_logged
 from polyrag.retrieval.corpus import corpus_texts, read_corpus
@@ -17,7 +18,7 @@ def main() -> None:
     reranked = CrossEncoderReranker(entry["model"]).rerank(run, queries_of(read_questions(sm.input.questions)), texts,
                                                            top_n=entry["top_n"])
     write_run(reranked, sm.output.run)
-    write_trec(reranked, sm.output.trec, tag=f"{sm.wildcards.retriever}+{sm.wildcards.reranker}")
+    write_trec(reranked, sm.output.trec, tag=run_name(sm.wildcards.retriever, sm.wildcards.reranker))
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

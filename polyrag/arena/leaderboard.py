@@ -150,16 +150,15 @@ def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], fea
     return table.merge(systems, on="model", how="left").merge(unjudged, left_on="model", right_index=True, how="left")
 
 
-def with_retrieval(table: pd.DataFrame, retrieval: pd.DataFrame, measures: tuple[str, ...] = ("nDCG@10", "Recall@5")) -> pd.DataFrame:
-    """Beside each retrieved system (its ``retriever`` and ``reranker`` columns, ``with_systems``)
-    the measures of its run over all languages (the retrieval leaderboard's ``all`` row, or its one
-    language's), as ``retrieval_{measure}`` with ``_lower``/``_upper``; empty for other systems."""
+def with_retrieval(table: pd.DataFrame, retrieval: pd.DataFrame, runs: dict[str, str],
+                   measures: tuple[str, ...] = ("nDCG@10", "Recall@5")) -> pd.DataFrame:
+    """Beside each retrieved system (``runs``: model -> the name of the run it reads) the measures of
+    its run over all languages (the retrieval leaderboard's ``all`` row, or its one language's), as
+    ``retrieval_{measure}`` with ``_lower``/``_upper``; empty for other systems."""
     languages = retrieval["lang"].unique()
     overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("system")
-    runs = [None if pd.isna(retriever) else retriever if pd.isna(reranker) else f"{retriever}+{reranker}"
-            for retriever, reranker in zip(table["retriever"], table["reranker"])]
     columns = [f"{m}{suffix}" for m in measures for suffix in ("", "_lower", "_upper")]
-    values = overall.reindex([run if run is not None else "" for run in runs])[columns]
+    values = overall.reindex([runs.get(model, "") for model in table["model"]])[columns]
     return pd.concat([table, values.set_axis(table.index).add_prefix("retrieval_")], axis=1)
 
 

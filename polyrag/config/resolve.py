@@ -93,9 +93,9 @@ def baseline_names(name: str, entry: dict) -> dict[str, str]:
     return {mode: BASELINE_NAMES[mode].format(generator=name) for mode in wanted}
 
 
-def baseline_entry(entry: dict, mode: str, generator: str) -> dict:
+def baseline_entry(entry: dict, mode: str | dict, generator: str) -> dict:
     """A baseline's entry: its generator's (backend, decoding, resources, family, judged), given
-    other passages."""
+    other passages (a mode; a retrieved system's passage file, ``config.retrieval.system_entry``)."""
     own = {key: value for key, value in entry.items() if key not in ("baselines", "passages", GENERATOR)}
     return {**own, "passages": mode, GENERATOR: generator}
 

@@ -10,6 +10,7 @@ entry keeps what the system is under ``SYSTEM`` (retriever, reranker, top_k) for
 from __future__ import annotations
 
 from polyrag.config.queries import GENERATOR, SYSTEM
+from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
 from polyrag.systems.answer_files import reads_answer_files
 
@@ -23,12 +24,11 @@ def run_name(retriever: str, reranker: str | None) -> str:
 
 
 def system_entry(generator_entry: dict, name: str, system: dict, generator: str) -> dict:
-    """A system's entry under models: its generator's (backend, decoding, resources, family), given
-    the passages of its run, with what it is under SYSTEM."""
-    own = {key: value for key, value in generator_entry.items() if key not in ("baselines", "passages", GENERATOR)}
+    """A system's entry under models: its generator's as a baseline takes it (backend, decoding,
+    resources, family), given the passages of its run, with what it is under SYSTEM."""
+    passages = {"file": SYSTEM_PASSAGES.replace("{system}", name), "corpus": None}
     parts = {"retriever": system["retriever"], "reranker": system["reranker"], "top_k": system["top_k"]}
-    return {**own, "judged": system["judged"], GENERATOR: generator,
-            "passages": {"file": SYSTEM_PASSAGES.replace("{system}", name), "corpus": None}, SYSTEM: parts}
+    return {**baseline_entry(generator_entry, passages, generator), "judged": system["judged"], SYSTEM: parts}
 
 
 def add_systems(config: dict, source: str = "config") -> None:

@@ -18,7 +18,7 @@ from jsonschema.exceptions import best_match
 
 from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
-from polyrag.config.queries import (control_entry, control_name, finetune_adapter_dir, finetune_languages,
+from polyrag.config.queries import (SYSTEM, control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
 from polyrag.config.resolve import add_baselines, add_student, resolve_local_data
@@ -166,26 +166,16 @@ def check_judge_backends(config: dict, source: str) -> None:
                               f"({what}); a judge is one of {', '.join(KINDS)}")
 
 
-def check_passage_files(name: str, spec: dict, source: str) -> None:
-    """A model given its passages from files: one file per language key, of a type polyrag reads."""
-    if LANG not in spec["file"]:
-        raise ConfigError(f"{source}: models.{name}.passages.file: {spec['file']!r} has no {LANG}; the passages are one "
-                          f"file per language key (e.g. my_run/{LANG}.jsonl)")
-    for key in ("file", "corpus"):
-        if spec.get(key) is not None and not spec[key].endswith(SUFFIXES):
-            raise ConfigError(f"{source}: models.{name}.passages.{key}: {spec[key]!r} is neither .jsonl nor .parquet "
-                              "(the file type is read from the extension)")
-
-
-def check_file_system(name: str, entry: dict, source: str) -> None:
-    """A system read from files: one file per language key, of a type polyrag reads."""
-    if LANG not in entry["answers"]:
-        raise ConfigError(f"{source}: models.{name}.answers: {entry['answers']!r} has no {LANG}; a system's answers are "
-                          f"one file per language key (e.g. {name}/{LANG}.jsonl)")
-    for key in ("answers", "corpus"):
-        if entry[key] is not None and not entry[key].endswith(SUFFIXES):
-            raise ConfigError(f"{source}: models.{name}.{key}: {entry[key]!r} is neither .jsonl nor .parquet "
-                              "(the file type is read from the extension)")
+def check_language_files(prefix: str, files: dict[str, str | None], what: str, example: str) -> None:
+    """Files given one per language key (the first of ``files`` holds {lang}), of a type polyrag reads:
+    a system's answers and corpus, or a model's passage file and corpus. ``prefix``: the source and key."""
+    first, pattern = next(iter(files.items()))
+    if LANG not in pattern:
+        raise ConfigError(f"{prefix}.{first}: {pattern!r} has no {LANG}; {what} one file per language key (e.g. {example})")
+    for key, path in files.items():
+        if path is not None and not path.endswith(SUFFIXES):
+            raise ConfigError(f"{prefix}.{key}: {path!r} is neither .jsonl nor .parquet (the file type is read from the "
+                              "extension)")
 
 
 def validate_config(config: dict, schema_path: str | Path, source: str = "config",
@@ -309,9 +299,11 @@ def check_semantics(config: dict, source: str) -> None:
         if entry["backend"] == "llama_cpp" and not (entry.get("model_path") or entry.get("package")):
             raise ConfigError(f"{source}: models.{name}: a llama_cpp model needs model_path or package")
         if reads_answer_files(entry):
-            check_file_system(name, entry, source)
+            check_language_files(f"{source}: models.{name}", {"answers": entry["answers"], "corpus": entry["corpus"]},
+                                 "a system's answers are", f"{name}/{LANG}.jsonl")
         if spec := passage_file_spec(entry):
-            check_passage_files(name, spec, source)
+            check_language_files(f"{source}: models.{name}.passages", {"file": spec["file"], "corpus": spec.get("corpus")},
+                                 "the passages are", f"my_run/{LANG}.jsonl")
     if config["mars"] is not None:
         check_mars(config, source)
 
@@ -345,7 +337,7 @@ def check_judges(config: dict, source: str) -> None:
             if entry.get(key) is not None:
                 raise ConfigError(f"{source}: models.{name}.{key}: only a judge under judges: takes {key}")
     for name, entry in config["judges"].items():
-        for key in ("passages", "baselines", "generator"):
+        for key in ("passages", "baselines", "generator", SYSTEM):
             if key in entry:
                 raise ConfigError(f"{source}: judges.{name}.{key}: only a model under models: takes {key} "
                                   "(a judge reads the passages each answer was given)")

@@ -60,14 +60,14 @@ def first_stage_corpus(wildcards):
     return question_corpus(wildcards.retriever, wildcards.lang)
 
 
-def system_entry(wildcards):
+def system_parts(wildcards):
     return config["models"][wildcards.system]["system"]
 
 
 def system_run(wildcards):
-    parts = system_entry(wildcards)
+    parts = system_parts(wildcards)
     return RUN.format(run=run_name(parts["retriever"], parts["reranker"]), lang=wildcards.lang)
 
 
 def system_corpus(wildcards):
-    return question_corpus(system_entry(wildcards)["retriever"], wildcards.lang)
+    return question_corpus(system_parts(wildcards)["retriever"], wildcards.lang)

@@ -107,8 +107,9 @@ def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
                               "lang": ["en", "de", "all"] * 2,
                               "nDCG@10": [0.5, 0.3, 0.4, 0.7, 0.5, 0.6], "nDCG@10_lower": [0.1] * 6, "nDCG@10_upper": [0.9] * 6,
                               "Recall@5": [0.6, 0.4, 0.5, 0.8, 0.6, 0.7], "Recall@5_lower": [0.2] * 6, "Recall@5_upper": [1.0] * 6})
-    out = with_retrieval(table, retrieval)
+    runs = {"s1": "bm25", "s2": "bm25+ce"}  # the runs the retrieved systems read
+    out = with_retrieval(table, retrieval, runs)
     assert out["retrieval_nDCG@10"].tolist()[:2] == [0.4, 0.6] and pd.isna(out["retrieval_nDCG@10"].iloc[2])
     assert out["retrieval_Recall@5"].tolist()[:2] == [0.5, 0.7] and out["model"].tolist() == ["s1", "s2", "g"]
-    one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"])
+    one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"], runs)
     assert one_language["retrieval_nDCG@10"].tolist()[:2] == [0.3, 0.5]
