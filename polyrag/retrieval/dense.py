@@ -41,6 +41,8 @@ KNOWN_PROMPTS = {
     "BAAI/bge-m3": (None, None),
 }
 INDEX_TYPES = ("flat", "hnsw", "ivf")
+#: Precisions a sentence-transformers encoder runs in (bfloat16/float16: on a GPU; benchmarks/bench_gpu.py).
+ENCODER_DTYPES = ("float32", "bfloat16", "float16")
 HNSW_M, EF_CONSTRUCTION, EF_SEARCH, NPROBE = 32, 40, 128, 16
 INDEX_FILE, DOCIDS, SETTINGS = "index.faiss", "docids.json", "polyrag_dense.json"
 
@@ -74,11 +76,17 @@ class SentenceTransformerEncoder:
     """A sentence-transformers model by hub name or local folder, embeddings normalised."""
 
     def __init__(self, model: str, query_prompt: str | None = None, passage_prompt: str | None = None,
-                 device: str = "auto", batch_size: int = 32, max_length: int | None = None):
+                 device: str = "auto", batch_size: int = 32, max_length: int | None = None, dtype: str = "float32"):
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        if dtype not in ENCODER_DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not one of {', '.join(ENCODER_DTYPES)}")
         self.name, self.query_prompt, self.passage_prompt = model, query_prompt, passage_prompt
         self.model = SentenceTransformer(model, device=None if device == "auto" else device)
+        self.dtype = dtype
+        if dtype != "float32":
+            self.model.to(getattr(torch, dtype))
         if max_length is not None:
             self.model.max_seq_length = max_length
         self.batch_size = batch_size
@@ -88,7 +96,10 @@ class SentenceTransformerEncoder:
             return np.zeros((0, self.model.get_sentence_embedding_dimension()), dtype=np.float32)
         vectors = self.model.encode(texts, prompt=prompt, batch_size=self.batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self.dtype != "float32":  # normalised in 16 bits: to length 1 again in float32
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts, self.passage_prompt)
@@ -97,7 +108,9 @@ class SentenceTransformerEncoder:
         return self.encode(texts, self.query_prompt)
 
     def spec(self) -> dict:
-        return {"model": self.name, "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt}
+        # dtype is part of the encoder: shards encoded in another precision must not be gathered together
+        return {"model": self.name, "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
+                "dtype": self.dtype}
 
 
 def make_encoder(model: str, query_prompt: str | None = None, passage_prompt: str | None = None, **options) -> Encoder:

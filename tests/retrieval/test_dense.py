@@ -166,12 +166,14 @@ def test_multilingual_e5_small_finds_the_relevant_passages_of_the_demo(repo):
 
 
 def test_sentence_transformers_encoder_applies_its_prompts(tmp_path):
-    """A tiny BERT built here, loaded by sentence-transformers by path: passages and queries get
-    their own prompts, and the vectors have length 1."""
+    """A tiny BERT built here, loaded by sentence-transformers by path (on POLYRAG_TEST_DEVICE:
+    benchmarks/gpu_check.sh runs it on CUDA): passages and queries get their own prompts, the
+    vectors have length 1, and bfloat16 gives the float32 vectors to its precision."""
     pytest.importorskip("sentence_transformers")
     import torch
     from transformers import BertConfig, BertModel
 
+    from tests.helpers.environment import TORCH_TEST_DEVICE
     from tests.helpers.tiny_models import pair_tokenizer
 
     tokenizer = pair_tokenizer()
@@ -180,14 +182,24 @@ def test_sentence_transformers_encoder_applies_its_prompts(tmp_path):
     torch.manual_seed(0)
     BertModel(config).save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")
-    encoder = make_encoder(str(tmp_path / "tiny"), query_prompt="Niger ", passage_prompt="Mozart ", device="cpu")
+    tiny, device = str(tmp_path / "tiny"), TORCH_TEST_DEVICE
+    encoder = make_encoder(tiny, query_prompt="Niger ", passage_prompt="Mozart ", device=device)
     texts = ["The Niger River flows into the Gulf of Guinea .", "Mozart was born in Salzburg in 1756 ."]
     passages, queries = encoder.encode_passages(texts), encoder.encode_queries(texts)
     np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1, rtol=1e-5)
-    plain = make_encoder(str(tmp_path / "tiny"), query_prompt="", passage_prompt="", device="cpu")
+    plain = make_encoder(tiny, query_prompt="", passage_prompt="", device=device)
     np.testing.assert_allclose(passages, plain.encode_passages([f"Mozart {t}" for t in texts]), atol=1e-5)
     np.testing.assert_allclose(queries, plain.encode_queries([f"Niger {t}" for t in texts]), atol=1e-5)
     assert not np.allclose(passages, queries, atol=1e-3)
     index = build_index(pd.DataFrame({"docid": ["a", "b"], "title": ["", ""], "text": texts}), encoder)
-    assert index.settings["encoder"] == {"model": str(tmp_path / "tiny"), "query_prompt": "Niger ",
-                                         "passage_prompt": "Mozart "}
+    assert index.settings["encoder"] == {"model": tiny, "query_prompt": "Niger ", "passage_prompt": "Mozart ",
+                                         "dtype": "float32"}
+    half = make_encoder(tiny, query_prompt="Niger ", passage_prompt="Mozart ", device=device, dtype="bfloat16")
+    assert half.spec()["dtype"] == "bfloat16" and next(half.model.parameters()).dtype == torch.bfloat16
+    low = half.encode_passages(texts)
+    assert low.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(low, axis=1), 1, rtol=1e-5)
+    np.testing.assert_allclose(low, passages, atol=0.05)  # bfloat16 keeps 8 bits of mantissa
+    assert not np.array_equal(low, passages)
+    with pytest.raises(ValueError, match="int8"):
+        make_encoder(tiny, device=device, dtype="int8")

@@ -10,6 +10,7 @@ import pytest
 from polyrag.errors import DataError
 from polyrag.retrieval.bm25 import BM25Index
 from polyrag.retrieval.corpus import corpus_texts
+from tests.helpers.environment import TORCH_TEST_DEVICE
 
 pytest.importorskip("sentence_transformers")
 
@@ -47,7 +48,7 @@ def test_the_reranked_order_is_the_models_own_and_the_first_stage_rank_is_kept(m
 
     first = BM25Index.build(CORPUS, "en").search(QUERIES, k=5)
     texts = corpus_texts(CORPUS, first["docid"])
-    reranked = CrossEncoderReranker(str(model_path), device="cpu").rerank(first, QUERIES, texts, top_n=3)
+    reranked = CrossEncoderReranker(str(model_path), device=TORCH_TEST_DEVICE).rerank(first, QUERIES, texts, top_n=3)
     head = first[first["rank"] <= 3]
     assert sorted(zip(reranked["query_id"], reranked["docid"])) == sorted(zip(head["query_id"], head["docid"]))
     for query_id, rows in reranked.groupby("query_id"):
@@ -68,4 +69,4 @@ def test_a_run_naming_a_passage_without_text_is_refused(model_path):
 
     first = BM25Index.build(CORPUS, "en").search(QUERIES, k=5)
     with pytest.raises(DataError, match="docids none"):
-        CrossEncoderReranker(str(model_path), device="cpu").rerank(first, QUERIES, {}, top_n=3)
+        CrossEncoderReranker(str(model_path), device=TORCH_TEST_DEVICE).rerank(first, QUERIES, {}, top_n=3)
