@@ -37,10 +37,27 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
             shown += "".join(f"\n{row.model}: {row.note}" for row in left_out.itertuples())
             text += (f"Label-anchored ranking ({wide['label_anchored_by'].iloc[0]}; intervals for the labellers' "
                      f"preferences):\n{shown}\n\n")
+    retrieval = leaderboard.parent / "retrieval" / "leaderboard.csv"
+    if retrieval.exists():
+        text += retrieval_block(read_table(retrieval), retrieval)
     checks = leaderboard.with_name("checks.csv")
     if checks.exists():
         text += checks_block(read_table(checks), checks)
     return text + f"Report: open {report.resolve()} in a browser"
+
+
+def retrieval_block(table: pd.DataFrame, path: Path, measures: tuple[str, ...] = ("nDCG@10", "Recall@5")) -> str:
+    """The retrievers over all languages (the macro average; the one language where there is one):
+    each measure with its interval, and the joint rank range."""
+    overall = table[table["lang"] == "all"] if (table["lang"] == "all").any() else table
+    shown = pd.DataFrame({"rank": overall["rank"], "retriever": overall["system"],
+                          "ranks": [f"{b}-{w}" for b, w in zip(overall["rank_best"], overall["rank_worst"])]})
+    for measure in measures:
+        shown[measure] = [f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in
+                          zip(overall[measure], overall[f"{measure}_lower"], overall[f"{measure}_upper"])]
+    level = overall["level"].iloc[0] if len(overall) else 0.95
+    return (f"Retrieval ({path}: macro average over languages, {level:.0%} intervals over questions):\n"
+            f"{shown.to_string(index=False)}\n\n")
 
 
 def checks_block(checks: pd.DataFrame, path: Path) -> str:

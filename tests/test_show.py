@@ -35,3 +35,29 @@ def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_pa
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     anchored_part = text.split("Label-anchored ranking (cite-check + 120 human labels")[1].splitlines()
     assert [line.split()[1] for line in anchored_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(anchored_part[2:5])
+
+
+def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp_path):
+    from polyrag.retrieval.metrics import retrieval_leaderboard
+
+    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": -1.0, "ci_high": 1.0,
+                  "judged": True}).to_csv(tmp_path / "leaderboard.csv", index=False)
+    # bm25 finds the relevant passage first for every question, e5 at rank 2 for half of them
+    rows = []
+    for lang in ("en", "de"):
+        for q in range(12):
+            for run, value in (("bm25", 1.0), ("e5", 0.5 if q % 2 else 1.0)):
+                rows += [{"run": run, "lang": lang, "query_id": f"{lang}{q}", "measure": measure, "value": value,
+                          "has_relevant": True, "in_run": True} for measure in ("nDCG@10", "Recall@5")]
+    per_query = pd.DataFrame(rows)
+    board = retrieval_leaderboard({run: t.drop(columns="run") for run, t in per_query.groupby("run")}, n_bootstrap=200)
+    (tmp_path / "retrieval").mkdir()
+    board.to_csv(tmp_path / "retrieval" / "leaderboard.csv", index=False)
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    block = text.split("Retrieval (")[1].split("\n\n")[0].splitlines()
+    assert "macro average over languages, 95% intervals" in block[0]
+    all_rows = board[board["lang"] == "all"].set_index("system")
+    bm25, e5 = block[2].split(), block[3].split()
+    assert bm25[:3] == ["1", "bm25", "1-1"] and e5[:3] == ["2", "e5", "2-2"]
+    low, high = all_rows.loc["e5", ["nDCG@10_lower", "nDCG@10_upper"]]
+    assert " ".join(e5[3:6]) == f"0.75 [{low:.2f}, {high:.2f}]"
