@@ -52,13 +52,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from polyrag.arena.bradley_terry import bradley_terry, critical_value, fit_logits, tournament_counts  # noqa: E402
+from polyrag.arena.bradley_terry import bradley_terry, fit_logits  # noqa: E402
 from polyrag.arena.games import question_win_matrices  # noqa: E402
 from polyrag.arena.leaderboard import language_table, leaderboard  # noqa: E402
 from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.retrieval import metrics as retrieval_metrics  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
+from polyrag.stats.bootstrap import critical_value, tournament_counts  # noqa: E402
 from tests.mars.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95

@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from polyrag.answer_parsing import parse_citations
 from polyrag.data.demo import load_demo
 from polyrag.features.bergen import bergen_metrics
 from polyrag.features.citations import citation_scores
 from polyrag.features.deterministic import deterministic_features
 from polyrag.features.language import language_features
 from polyrag.features.overlap import answer_bleu, answer_rouge_l
-from polyrag.generate.parsing import parse_citations
 
 REPO = Path(__file__).resolve().parent.parent
 LANGUAGES = ["en", "de", "es", "hi", "ar", "zh"]

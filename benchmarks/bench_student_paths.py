@@ -19,12 +19,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from polyrag.answer_parsing import parse_sectioned
 from polyrag.config.queries import control_name, generation_settings
 from polyrag.config.validate import validate_config
 from polyrag.data.records import read_questions
 from polyrag.finetune.student import student_entry
 from polyrag.generate.answers import build_requests
-from polyrag.generate.parsing import parse_sectioned
 from polyrag.llm.factory import make_backend
 
 REPO = Path(__file__).resolve().parent.parent

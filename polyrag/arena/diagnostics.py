@@ -38,10 +38,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, fit_logits_batch, tournament_counts
+from polyrag.arena.bradley_terry import fit_logits_batch
 from polyrag.arena.games import position_bias, question_win_matrices
-from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
+from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, tournament_counts
+from polyrag.stats.clustered_intervals import clustered_wilson_interval
 
 GAME_KEY = ["query_id", "model_a", "model_b", "shown_first"]
 LABELS = ["model_a", "model_b", "tie"]  # valid verdicts, in the order of the confusion matrices

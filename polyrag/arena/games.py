@@ -16,8 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
+from polyrag.stats.clustered_intervals import clustered_wilson_interval
 
 VERDICTS = {"model_a", "model_b", "tie", "invalid"}
 COLUMNS = ["query_id", "model_a", "model_b", "shown_first", "verdict"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import rank_by
+from polyrag.stats.bootstrap import rank_by
 
 
 def with_interval(value: pd.Series, low: pd.Series, high: pd.Series) -> pd.Series:

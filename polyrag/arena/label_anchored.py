@@ -24,9 +24,9 @@ import pandas as pd
 from scipy.stats import chi2, norm
 
 from polyrag.arena.active import active_fit
-from polyrag.arena.bradley_terry import rank_by
 from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, labels_only_covariance
 from polyrag.errors import DataError
+from polyrag.stats.bootstrap import rank_by
 
 #: Below this many human labels the intervals undercover: 0.91-0.93 at 50 labels in
 #: benchmarks/bench_label_anchored.py (0.94-0.95 from 100), 0.89-0.92 for the estimable models at

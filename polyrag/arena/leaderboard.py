@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.bradley_terry import intervals_and_ranks, rank_by
+from polyrag.arena.bradley_terry import intervals_and_ranks
+from polyrag.stats.bootstrap import rank_by
 
 #: the label-anchored table's columns and their names in leaderboard_detailed.csv
 LABEL_ANCHORED_COLUMNS = {"logit": "label_anchored_logit", "ci_low": "label_anchored_ci_low",

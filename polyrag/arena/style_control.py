@@ -53,12 +53,12 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from polyrag.arena.bradley_terry import (bootstrap_interval, intervals_and_ranks, model_question_counts, rank_by,
-                                        tournament_counts)
+from polyrag.answer_parsing import parse_citations, strip_citations
+from polyrag.arena.bradley_terry import intervals_and_ranks, model_question_counts
 from polyrag.arena.games import tally
 from polyrag.errors import DataError
-from polyrag.generate.parsing import parse_citations, strip_citations
 from polyrag.judge.play import shown_text
+from polyrag.stats.bootstrap import bootstrap_interval, rank_by, tournament_counts
 from polyrag.systems.passages import given_docids, split_by_relevance
 
 log = logging.getLogger(__name__)

@@ -46,8 +46,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
-from polyrag.arena.bradley_terry import rank_by
 from polyrag.errors import DataError
+from polyrag.stats.bootstrap import rank_by
 
 log = logging.getLogger(__name__)
 

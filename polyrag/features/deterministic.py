@@ -17,11 +17,11 @@ import logging
 from collections import Counter
 
 
+from polyrag.answer_parsing import strip_citations
 from polyrag.features.bergen import bergen_metrics
 from polyrag.features.citations import citation_scores
 from polyrag.features.language import language_features
 from polyrag.features.overlap import answer_bleu, answer_rouge_l
-from polyrag.generate.parsing import strip_citations
 from polyrag.progress import progress
 from polyrag.systems.passages import given_docids, judged_citations, question_docids, unjudged_share
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from polyrag.generate.parsing import strip_citations
+from polyrag.answer_parsing import strip_citations
 from polyrag.progress import INTERVAL_SECONDS, progress
 from polyrag.systems.passages import given_docids, question_docids
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 
-from polyrag.generate.parsing import strip_citations
+from polyrag.answer_parsing import strip_citations
 from polyrag.generate.prompts import language_name
 from polyrag.llm.client import LLM
 from polyrag.llm.retry import ask_until_parsed

@@ -15,7 +15,7 @@ from functools import lru_cache
 import pysbd
 from pysbd.languages import LANGUAGE_CODES
 
-from polyrag.generate.parsing import BRACKET, parse_citations, strip_citations
+from polyrag.answer_parsing import BRACKET, parse_citations, strip_citations
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？।؟])\s+|(?<=[。！？])")
 THAI_BREAK = re.compile(r"\s+(?![^\[\]\n]*\])")  # whitespace not inside "[a#0, b#1]"

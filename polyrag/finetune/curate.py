@@ -20,10 +20,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyrag.answer_parsing import strip_citations
 from polyrag.errors import DataError
 from polyrag.features.language import detected_language, has_letters
 from polyrag.generate.answers import build_requests
-from polyrag.generate.parsing import strip_citations
 from polyrag.seeds import rng_for
 
 DROP_REASONS = (

@@ -24,8 +24,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from polyrag.clustered_intervals import clustered_mean_interval
 from polyrag.errors import DataError
+from polyrag.stats.clustered_intervals import clustered_mean_interval
 
 CRITERIA = ["similarity", "citation", "language", "total"]
 SCORE = {"student": 1.0, "control": 0.0, "tie": 0.5}

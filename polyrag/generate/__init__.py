@@ -1,1 +1,2 @@
-"""Answer generation: prompts per question, LLM calls, parsing of reason, answer and citations."""
+"""Answer generation: prompts per question and LLM calls; their outputs are read into reason, answer
+and citations by ``polyrag.answer_parsing``."""

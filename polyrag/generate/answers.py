@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyrag.answer_parsing import parse_plain, parse_sectioned
 from polyrag.data.records import PASSAGE
 from polyrag.errors import DataError, TooManyFailures
-from polyrag.generate.parsing import parse_plain, parse_sectioned
 from polyrag.generate.prompts import ANSWER_FORMAT, answer_messages, refusal
 from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM

@@ -25,9 +25,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyrag.answer_parsing import strip_citations
 from polyrag.errors import DataError
 from polyrag.features.embedding import embed
-from polyrag.generate.parsing import strip_citations
 from polyrag.systems.passages import given_docids, question_docids, split_by_relevance
 
 #: The deterministic features' column the judge reads: the answer's probability of being in the

@@ -28,8 +28,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from polyrag.answer_parsing import parse_citations
 from polyrag.errors import DataError
-from polyrag.generate.parsing import parse_citations
 from polyrag.llm.base import Backend
 from polyrag.seeds import rng_for
 from polyrag.llm.types import Request, Response

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.generate.parsing import strip_citations
+from polyrag.answer_parsing import strip_citations
 from polyrag.mars.judges import binary
 from polyrag.mars.labels import JUDGE_INPUTS, LABEL_COLUMNS, pair_of_language_key, split_pair
 from polyrag.mars.estimates import Estimate, interval_columns, pooled, scaled

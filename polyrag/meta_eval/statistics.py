@@ -22,7 +22,7 @@ import pandas as pd
 from scipy.special import betaincinv
 from scipy.stats import t as student_t
 
-from polyrag.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
+from polyrag.stats.clustered_intervals import design_effect, stratified_cluster_variance, wilson_interval
 
 
 def group_keys(labels: np.ndarray, langs: np.ndarray) -> tuple[np.ndarray, list[tuple]]:

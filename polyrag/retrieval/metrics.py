@@ -55,7 +55,7 @@ The percentile interval of the same bootstrap (the textbook choice) covered 0.46
 questions, 0.70 at 12 and 0.89 at 30 where the values are skewed (Recall@5 near 0.9, nDCG@10 with
 90% zeros; benchmarks/bench_coverage.py, 1,000 seeds a cell): six questions all found at rank 1
 give a zero-width interval at 1. The t-corrected bootstrap interval of the arena
-(``bootstrap_interval``) did no better there (0.48, 0.71, 0.90: the same zero width). This
+(``stats.bootstrap.bootstrap_interval``) did no better there (0.48, 0.71, 0.90: the same zero width). This
 interval covered 0.94-1.00 in every simulated setting from 6 to 200 questions, conservative
 (0.96-1.00) at 6 and 12 where the t(n - 1) quantile is large; at 200 questions it is as wide as
 the percentile interval (docs/retrieval.md#measured-coverage has the table).
@@ -93,11 +93,11 @@ import pandas as pd
 import pytrec_eval
 from scipy.special import stdtrit
 
-from polyrag.arena.bradley_terry import MIN_BOOTSTRAP_QUESTIONS, rank_by, tournament_counts
-from polyrag.clustered_intervals import wilson_interval
 from polyrag.errors import DataError
 from polyrag.meta_eval.statistics import holm, paired_permutation_test
 from polyrag.seeds import rng_for
+from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, rank_by, tournament_counts
+from polyrag.stats.clustered_intervals import wilson_interval
 
 #: the relevance measures and the pytrec_eval names they come from
 PYTREC_MEASURES = {"nDCG@10": "ndcg_cut_10", "Recall@5": "recall_5", "Recall@100": "recall_100",

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from polyrag.answer_parsing import parse_citations
 from polyrag.data.io import read_jsonl
 from polyrag.errors import DataError
-from polyrag.generate.parsing import parse_citations
 from polyrag.llm.backends import LLM_BACKENDS
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ def _given_passages(row: Mapping, where: str, question: dict, corpus_path: str |
 
 def _cited(row: Mapping, answer: str, docids: list[str], question: dict, where: str) -> list[str]:
     """The docids the answer cites, each among the system's passages: the row's ``cited_docids``,
-    else the ``[docid]`` markers of the answer (``generate.parsing.parse_citations``). A marker is
+    else the ``[docid]`` markers of the answer (``answer_parsing.parse_citations``). A marker is
     read as a docid when it is one of the system's passages or of the question's: any other bracket
     (``[1]``, ``[citation needed]``) is text, as in a language model's answer."""
     if row.get("cited_docids") is not None:

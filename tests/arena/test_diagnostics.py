@@ -14,7 +14,6 @@ from polyrag.arena.bradley_terry import bradley_terry, fit_logits
 from polyrag.arena.diagnostics import judge_agreement, judge_diagnostics, self_preference
 from polyrag.arena.games import position_bias, win_matrix
 from polyrag.arena.panel import panel_agreement, panel_coverage, panel_games
-from polyrag.clustered_intervals import clustered_wilson_interval
 from polyrag.errors import DataError
 from tests.helpers.arena import STRENGTHS, maximum_likelihood, sigmoid, simulate_games, wilson
 
@@ -76,18 +75,6 @@ def test_an_unbiased_judge_is_consistent_above_chance_and_rates_count_ties_and_i
     assert result["position_consistency_ci_low"] > result["position_consistency_chance"]
     # The first-position statistics are position_bias's, unchanged.
     assert {k: result[k] for k in position_bias(games)} == position_bias(games)
-
-
-def test_clustered_wilson_of_items_copied_within_clusters_is_wilson_at_the_cluster_count_minus_one():
-    """Q clusters of k identical items: the sandwich variance is p(1-p)/(Q-1), the binomial one
-    p(1-p)/(Qk), so the effective size is Q - 1 trials; independent items keep all of them."""
-    outcomes = np.random.default_rng(4).random(40) < 0.3
-    copied = np.repeat(outcomes, 5)
-    interval = clustered_wilson_interval(copied, np.repeat(np.arange(40), 5))
-    share = outcomes.mean()
-    assert interval == pytest.approx(wilson(share * 39, 39))
-    # Every item its own cluster: the same sandwich at k = 1, n - 1 trials.
-    assert clustered_wilson_interval(copied, np.arange(200)) == pytest.approx(wilson(copied.mean() * 199, 199))
 
 
 def first_position_truth(bias: float, question_sd: float, differences: list[float]) -> float:

@@ -3,8 +3,8 @@
 import re
 import unicodedata
 
+from polyrag.answer_parsing import parse_citations
 from polyrag.data.demo import load_demo
-from polyrag.generate.parsing import parse_citations
 
 DOCID = re.compile(r"^d\d+#\d+$")
 

@@ -89,7 +89,7 @@ def test_reference_judge_scores_the_language_its_features_detected(hindi, tmp_pa
     per answer), and its language part is what the detector gives that answer's text."""
     from polyrag.features.deterministic import deterministic_features
     from polyrag.features.language import language_probabilities
-    from polyrag.generate.parsing import strip_citations
+    from polyrag.answer_parsing import strip_citations
     from polyrag.judge.reference import with_answer_languages, write_answer_languages
 
     records, english = hindi

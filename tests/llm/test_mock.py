@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from polyrag.answer_parsing import parse_sectioned
 from polyrag.data.demo import load_demo
 from polyrag.generate.answers import build_requests, foreign_answers
-from polyrag.generate.parsing import parse_sectioned
 from polyrag.llm.mock import CORRUPTIONS, MockBackend
 
 SETTINGS = {"prompt": "mirage", "temperature": 0.1, "max_tokens": 256, "seed": 42, "max_failure_fraction": 0.05}

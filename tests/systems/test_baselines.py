@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
+from polyrag.answer_parsing import strip_citations
 from polyrag.config.queries import generation_settings, generator_of, job_entry
 from polyrag.config.resolve import add_baselines
 from polyrag.config.validate import validate_config
 from polyrag.data.demo import load_demo
 from polyrag.errors import ConfigError
 from polyrag.generate.answers import generate_answers
-from polyrag.generate.parsing import strip_citations
 from polyrag.generate.prompts import refusal
 from polyrag.llm.client import LLM
 from polyrag.llm.factory import backend_options, make_backend

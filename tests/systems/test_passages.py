@@ -14,9 +14,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from polyrag.answer_parsing import parse_plain, parse_sectioned
 from polyrag.errors import DataError
 from polyrag.generate.answers import build_requests, generate_answers, write_answers
-from polyrag.generate.parsing import parse_plain, parse_sectioned
 from polyrag.generate.prompts import answer_messages
 from polyrag.llm.client import LLM
 from polyrag.llm.mock import MockBackend

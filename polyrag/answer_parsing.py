@@ -5,6 +5,9 @@ They are read with a regular expression, never ``ast.literal_eval`` (which treat
 comment and silently loses ``[377253#0, 88#2]``). Only docids of the passages the system was
 given count; anything else in brackets (``[1]``, ``[citation needed]``, a docid a closed-book
 model remembers) is ignored.
+
+It imports nothing of polyrag, so that every package that reads answers (generation, the mock
+LLM, systems read from files, features, judges, the arena's style control) can import it.
 """
 
 from __future__ import annotations

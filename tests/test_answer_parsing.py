@@ -1,6 +1,6 @@
 """Parsing of reason, answer and citations from model outputs."""
 
-from polyrag.generate.parsing import parse_citations, parse_plain, parse_sectioned, strip_citations
+from polyrag.answer_parsing import parse_citations, parse_plain, parse_sectioned, strip_citations
 
 CONTEXT = ["377253#0", "88#2", "d1#0", "d2#3", "a#0", "b#1"]
 
