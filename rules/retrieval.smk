@@ -112,15 +112,15 @@ rule retrieve:
         index=retriever_index,
         questions=QUESTIONS,
     output:
-        run="results/retrieval/runs/{retriever}/{lang}.parquet",
-        trec="results/retrieval/runs/{retriever}/{lang}.trec",
+        run=run_path(RUN),
+        trec=run_path(RUN_TREC),
     params:
         retriever=retriever_entry,
         depth=RETRIEVAL and RETRIEVAL["depth"],
     log:
-        "logs/retrieval/runs/{retriever}/{lang}.log",
+        run_path(RUN_LOG),
     benchmark:
-        "results/benchmarks/retrieval/runs/{retriever}/{lang}.tsv"
+        run_path(RUN_BENCHMARK)
     threads: 1
     resources:
         mem_mb=resource("mem_mb", retriever_entry, retrieval_resources),
@@ -133,18 +133,18 @@ rule retrieve:
 
 rule rerank:
     input:
-        run="results/retrieval/runs/{retriever}/{lang}.parquet",
+        run=run_path(RUN),
         corpus=first_stage_corpus,
         questions=QUESTIONS,
     output:
-        run="results/retrieval/runs/{retriever}+{reranker}/{lang}.parquet",
-        trec="results/retrieval/runs/{retriever}+{reranker}/{lang}.trec",
+        run=run_path(RUN, reranker="{reranker}"),
+        trec=run_path(RUN_TREC, reranker="{reranker}"),
     params:
         reranker=reranker_entry,
     log:
-        "logs/retrieval/runs/{retriever}+{reranker}/{lang}.log",
+        run_path(RUN_LOG, reranker="{reranker}"),
     benchmark:
-        "results/benchmarks/retrieval/runs/{retriever}+{reranker}/{lang}.tsv"
+        run_path(RUN_BENCHMARK, reranker="{reranker}")
     threads: resource("threads", reranker_entry, retrieval_resources)
     resources:
         gpu=resource("gpu", reranker_entry, retrieval_resources),

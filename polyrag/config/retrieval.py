@@ -16,11 +16,25 @@ from polyrag.systems.answer_files import reads_answer_files
 
 #: The passage file of a retrieved system: its run's top passages per question, with their text.
 SYSTEM_PASSAGES = "results/retrieval/passages/{system}/{lang}.parquet"
+#: A run's files per question language, ``{run}`` its name (``run_name``): the run as Parquet and as
+#: a TREC run file, and the log and benchmark of the job that wrote it.
+RUN = "results/retrieval/runs/{run}/{lang}.parquet"
+RUN_TREC = "results/retrieval/runs/{run}/{lang}.trec"
+RUN_LOG = "logs/retrieval/runs/{run}/{lang}.log"
+RUN_BENCHMARK = "results/benchmarks/retrieval/runs/{run}/{lang}.tsv"
 
 
 def run_name(retriever: str, reranker: str | None) -> str:
     """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
     return retriever if reranker is None else f"{retriever}+{reranker}"
+
+
+def run_path(pattern: str, retriever: str = "{retriever}", reranker: str | None = None) -> str:
+    """``pattern`` (``RUN``, ``RUN_TREC``, ...) with ``{run}`` the name of the run of ``retriever``
+    reranked by ``reranker``: by default a first stage's wildcard pattern (``{retriever}``), with
+    ``reranker="{reranker}"`` a reranked run's (``{retriever}+{reranker}``). The rules write every
+    run path through this, so the name is composed in ``run_name`` alone."""
+    return pattern.replace("{run}", run_name(retriever, reranker))
 
 
 def system_entry(generator_entry: dict, name: str, system: dict, generator: str) -> dict:
@@ -36,9 +50,13 @@ def add_systems(config: dict, source: str = "config") -> None:
     that is a language model under models:, a retriever and a reranker under retrieval:, a name
     no model has. Validating twice adds nothing twice."""
     systems = config.get("systems") or {}
+    models = config["models"]
+    by_hand = [name for name, entry in models.items() if SYSTEM in entry and name not in systems]
+    if by_hand:
+        raise ConfigError(f"{source}: models.{by_hand[0]}.{SYSTEM}: set only on the models systems: adds; declare "
+                          f"{by_hand[0]!r} under systems: (generator, retriever, reranker, top_k) instead")
     if systems and config.get("retrieval") is None:
         raise ConfigError(f"{source}: systems: {sorted(systems)} need retrieval: (corpora and retrievers)")
-    models = config["models"]
     for name, system in systems.items():
         where = f"{source}: systems.{name}"
         generator = models.get(system["generator"])

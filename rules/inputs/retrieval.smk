@@ -1,5 +1,6 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.config.retrieval import SYSTEM_PASSAGES, corpus_language, retrieval_resources, run_name, system_runs
+from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_language,
+                                      retrieval_resources, run_name, run_path, system_runs)
 
 
 RETRIEVAL = config["retrieval"]
@@ -9,7 +10,7 @@ RERANKERS = RETRIEVAL["rerankers"] if RETRIEVAL else {}
 SYSTEMS = config["systems"]
 BM25_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "bm25"]
 DENSE_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "dense"]
-# A run: a retriever's, or a retriever's reranked ({retriever}+{reranker}); every retriever's runs are
+# A run: a retriever's, or a retriever's reranked (named by run_name); every retriever's runs are
 # scored, reranked runs where a system reads them.
 RUNS = list(dict.fromkeys(list(RETRIEVERS) + [run_name(*run) for run in system_runs(config)]))
 # The corpus of one language (any language a retriever reads, which a cross-lingual one may take
@@ -18,7 +19,6 @@ CORPUS = "results/retrieval/corpora/{corpus}/{corpus_lang}.parquet"
 BM25_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/bm25"
 DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy"
 DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
-RUN = "results/retrieval/runs/{run}/{lang}.parquet"
 RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
 # The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
 DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir": f"{workflow.basedir}/resources/xquad"}

@@ -8,9 +8,13 @@ import copy
 import pytest
 import yaml
 
-from polyrag.config.queries import system_components
+from polyrag.config.queries import generation_settings, passage_source, system_components
+from polyrag.config.retrieval import RUN, RUN_LOG, RUN_TREC, run_name, run_path
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
+from polyrag.generate.answers import generate_answers
+from polyrag.llm.client import LLM
+from polyrag.llm.mock import MockBackend
 
 RETRIEVAL = {"corpora": {"demo": {"source": "demo"}},
              "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
@@ -79,3 +83,40 @@ def test_a_bad_system_or_retriever_is_one_message_naming_the_key(config, repo, e
     with pytest.raises(ConfigError) as error:
         check(config, repo)
     assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
+
+
+@pytest.mark.parametrize("entry", [
+    {"backend": "mock", "error_rate": 0.1, "system": {"retriever": "bm25", "reranker": None, "top_k": 5}},
+    {"backend": "mock", "error_rate": 0.1, "system": {}},
+])
+def test_a_model_that_sets_system_by_hand_is_refused_as_generator_is(config, repo, entry):
+    config["models"]["my-rag"] = entry
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value) == ("my.yaml: models.my-rag.system: set only on the models systems: adds; declare "
+                                "'my-rag' under systems: (generator, retriever, reranker, top_k) instead")
+
+
+def test_a_run_s_paths_are_composed_by_run_name_alone(repo):
+    assert run_path(RUN) == "results/retrieval/runs/{retriever}/{lang}.parquet"
+    assert run_path(RUN_TREC, reranker="{reranker}") == "results/retrieval/runs/{retriever}+{reranker}/{lang}.trec"
+    assert run_path(RUN_LOG, "bm25", "bge") == f"logs/retrieval/runs/{run_name('bm25', 'bge')}/{{lang}}.log"
+    # the rules spell no run name of their own: every run path goes through run_path
+    rules = (repo / "rules" / "retrieval.smk").read_text() + (repo / "rules" / "inputs" / "retrieval.smk").read_text()
+    assert "+{reranker}" not in rules and "results/retrieval/runs/" not in rules
+
+
+def test_a_retrieved_system_s_answers_say_retrieved_as_the_leaderboard_does(config, repo):
+    resolved = check(copy.deepcopy(config), repo)
+    entry = resolved["models"]["mock-e5"]
+    record = {"query_id": "q", "query": "Where does the Niger end?", "language": "en", "passage_language": "en",
+              "arena": True, "reference_answer": None, "relevant_docids": ["d1"],
+              "passages": [{"docid": "d1", "title": "", "text": "The Niger ends in the Gulf of Guinea."}]}
+    given = {"q": [{"docid": "d9", "title": "", "text": "The Nile ends in the Mediterranean."}]}
+    [row] = generate_answers(LLM(MockBackend("mock-recall-83", grounded=True)), [record],
+                             generation_settings(resolved, "mock-e5"), from_file=given, source=passage_source(entry))
+    assert row["passage_source"] == system_components(resolved)["mock-e5"]["passages"] == "retrieved"
+    assert [p["docid"] for p in row["passages"]] == ["d9"]  # read from its passage file all the same
+    # a model given a file of the user's says file in both places, a mode its mode
+    assert passage_source({"backend": "mock", "passages": {"file": "x/{lang}.jsonl"}}) == "file"
+    assert passage_source(resolved["models"]["mock-oracle"]) == system_components(resolved)["mock-oracle"]["passages"]

@@ -82,6 +82,7 @@ def test_runs_metrics_and_the_systems_passages(retrieved):
         for name, (retriever, k) in SYSTEMS.items():
             run = read_run(workdir / f"results/retrieval/runs/{retriever}/{lang}.parquet")
             answers = pd.read_parquet(workdir / f"results/answers/{name}/{lang}.parquet")
+            assert (answers["passage_source"] == "retrieved").all()  # as the leaderboard's passages column says
             for query_id, passages in zip(answers["query_id"], answers["passages"]):
                 expected = run[(run.query_id == query_id) & (run["rank"] <= k)].sort_values("rank").docid.tolist()
                 assert [p["docid"] for p in passages] == expected
