@@ -4,11 +4,12 @@
 import logging
 
 from polyrag.logs import run_logged
-from polyrag.retrieval.dense import gather_shards
+from polyrag.retrieval.dense import gather_shards, threads
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
+    threads(sm.threads)
     index = gather_shards(list(sm.input), sm.params.retriever["index"], seed=sm.params.seed)
     index.save(sm.output[0])
     logging.getLogger("polyrag").info("%d vectors, %s", len(index.docids),

@@ -9,12 +9,14 @@ import pytest
 import yaml
 
 from polyrag.config.queries import generation_settings, passage_source, system_components
-from polyrag.config.retrieval import RUN, RUN_LOG, RUN_TREC, run_name, run_path
+from polyrag.config.retrieval import (RUN, RUN_LOG, RUN_TREC, corpus_language, corpus_size, index_job_resources,
+                                      run_name, run_path)
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 from polyrag.generate.answers import generate_answers
 from polyrag.llm.client import LLM
 from polyrag.llm.mock import MockBackend
+from polyrag.retrieval.corpus import POOLED
 
 RETRIEVAL = {"corpora": {"demo": {"source": "demo"}},
              "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
@@ -120,3 +122,49 @@ def test_a_retrieved_system_s_answers_say_retrieved_as_the_leaderboard_does(conf
     # a model given a file of the user's says file in both places, a mode its mode
     assert passage_source({"backend": "mock", "passages": {"file": "x/{lang}.jsonl"}}) == "file"
     assert passage_source(resolved["models"]["mock-oracle"]) == system_components(resolved)["mock-oracle"]["passages"]
+
+
+def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searched_by_every_question(config, repo):
+    config["retrieval"]["corpora"] |= {"miracl": {"source": "miracl", "miracl": {"revision": "abc"}},
+                                       "pool": {"source": "demo", "languages": ["en", "de", "hi", "zh"]}}
+    config["retrieval"]["retrievers"]["pooled"] = {"kind": "bm25", "corpus": "pool"}
+    resolved = check(config, repo)
+    corpora = resolved["retrieval"]["corpora"]
+    assert corpora["demo"]["chunk_words"] == 100 and corpora["miracl"]["chunk_words"] is None
+    assert corpora["miracl"]["miracl"] == {"dataset": "miracl/miracl-corpus", "revision": "abc", "dir": None}
+    assert [corpus_language(resolved, "pooled", lang) for lang in ("en", "hi")] == [POOLED, POOLED]
+    assert corpus_language(resolved, "bm25", "hi") == "hi"
+    assert corpus_size(resolved, "miracl", "en") == 32_893_221 and corpus_size(resolved, "demo", "en") is None
+    assert check(copy.deepcopy(resolved), repo)["retrieval"] == resolved["retrieval"]  # validated twice: the same
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(miracl={"revision": "abc"}),
+     "retrieval.corpora.demo.miracl: only a corpus of source miracl takes miracl: (it is demo)"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(languages=["en", "hi"])
+     or c["retrieval"]["retrievers"]["bm25"].update(corpus_language="en"),
+     "retrieval.retrievers.bm25.corpus_language: its corpus 'demo' pools en, hi, which every question searches"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "flat", "nlist": 10}),
+     "retrieval.retrievers.e5.index: index type 'flat' takes no parameters, not nlist"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "ivf_pq", "m": 5}),
+     "retrieval.retrievers.e5.index.m: 5 sub-quantizers do not divide multilingual-e5-small's dimension 384"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="miracl"),
+     "retrieval.retrievers.bm25: BM25 over the 32,893,221 passages of corpus 'demo' (en) needs about 112,824 MB in "
+     "one job (3,430 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
+     "Set its resources: {mem_mb: 112824} where a node has that much, or retrieve from a corpus this size with a "
+     "dense retriever (encoded in shards, index: ivf_pq)"),
+])
+def test_a_corpus_or_index_that_cannot_work_is_one_message_naming_the_key(config, repo, edit, expected):
+    edit(config)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
+
+
+def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config, repo):
+    """The refusal above names the mem_mb that holds it: given that, the same config validates, and
+    the index job asks SLURM for it."""
+    config["retrieval"]["corpora"]["demo"].update(source="miracl")
+    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 112824}
+    resolved = check(config, repo)
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 112824

@@ -230,13 +230,14 @@ def test_each_index_type_s_memory_is_what_faiss_writes(kind, parameters):
 def test_at_miracl_english_scale_flat_needs_135_gb_and_ivf_pq_under_3():
     n, dim = 32_893_221, 1024  # MIRACL's English passages, BGE-M3's dimension
     assert INDEX_TYPES["flat"].memory_bytes(n, dim) == n * dim * 4 > 134e9
-    pq = INDEX_TYPES["ivf_pq"].resolve(n)
-    assert (pq["nlist"], pq["m"], pq["nbits"], pq["train_size"]) == (22941, 64, 8, 50 * 22941)
+    pq = INDEX_TYPES["ivf_pq"].resolve(n)  # 4 sqrt(n) = 22,941 cells, capped
+    assert (pq["nlist"], pq["m"], pq["nbits"], pq["train_size"]) == (4096, 64, 8, 50 * 4096)
+    assert INDEX_TYPES["ivf_pq"].resolve(10_000)["nlist"] == 400 and INDEX_TYPES["ivf"].resolve(n, {"nlist": 9000})["nlist"] == 9000
     # 64 bytes of codes and an 8-byte id a vector, the cells' centroids, 256 x 1024 codebook floats
-    assert INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) == n * (64 + 8) + 22941 * dim * 4 + 256 * dim * 4 < 2.5e9
+    assert INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) == n * (64 + 8) + 4096 * dim * 4 + 256 * dim * 4 < 2.5e9
     # the job that gathers 64 shards holds the index, a shard, the training sample and the docids
     job = gather_memory_bytes("ivf_pq", n, dim, 64)
-    assert job == (INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) + -(-n // 64) * dim * 4 + 50 * 22941 * dim * 4
+    assert job == (INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) + -(-n // 64) * dim * 4 + 50 * 4096 * dim * 4
                    + n * DOCID_BYTES + BASE_BYTES)
     assert gather_memory_bytes("flat", n, dim, 64) > 135e9 > 16e9 > job
     with pytest.raises(ValueError, match="index type 'flat' takes no parameters, not nlist"):
