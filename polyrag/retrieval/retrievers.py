@@ -14,7 +14,8 @@ is sized from it (``index_resources``; docs/retrieval.md#the-dry-run-at-miracl-e
 - ``encode``: one shard's passages (their text and vectors) beside the encoder, and a runtime from
   the encoder's measured rate (``ENCODE_RATES``) with a margin of ``RUNTIME_MARGIN``;
 - ``gather``: the index of its type and what building it holds (``dense.gather_memory_bytes``);
-  its runtime from the k-means and assignment arithmetic of a trained type (``GATHER_FLOPS``);
+  its runtime from reading the shards, the k-means and assignment arithmetic of a trained type
+  (``GATHER_FLOPS``) or HNSW's insertion rate (``HNSW_RATE``);
 - ``retrieve``: the index loaded (``dense.search_memory_bytes``) and the encoder;
 - ``bm25``: the job's own mem_mb, which the config refuses when ``bm25_memory_mb`` of the corpus
   needs more (``polyrag.config.retrieval.check_bm25_memory``): bm25s holds the whole corpus.
@@ -68,8 +69,12 @@ RUNTIME_MARGIN = 2
 #: products): 15.9 GFLOP/s a thread training and 7.9 adding (IVF-PQ, 1,024 dimensions, 16 threads of
 #: a GPU node: benchmarks/bench_index_scale.py); the slower.
 GATHER_FLOPS = 7.9e9
-#: Threads of the gathering job of a trained index (its k-means and cell assignment are parallel).
+#: Threads of the gathering job of a trained or graph index (k-means, cell assignment and HNSW
+#: insertion are parallel).
 GATHER_THREADS = 16
+#: HNSW insertion (efConstruction 40, M 32): 508 vectors of 384 dimensions a second on 2 busy
+#: threads at 1M (docs/retrieval.md#speed), as dimensions a second per thread.
+HNSW_RATE = 508 * 384 / 2
 #: faiss's k-means iterations when it trains the cells (IndexIVF.cp.niter) and a PQ's codebooks
 #: (ProductQuantizer.cp.niter), as faiss 1.15 sets them.
 KMEANS_ITERATIONS, PQ_KMEANS_ITERATIONS = 10, 25
@@ -121,6 +126,9 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
                                + n * (p["nlist"] + codes))
             threads = GATHER_THREADS
             minutes += math.ceil(RUNTIME_MARGIN * flops / (GATHER_FLOPS * threads) / 60)
+        elif kind == "hnsw":
+            threads = GATHER_THREADS
+            minutes += math.ceil(RUNTIME_MARGIN * n * dim / (HNSW_RATE * threads) / 60)
         return {"threads": threads, "mem_mb": math.ceil(memory / MB), "gpu": 0, "runtime": minutes}
     if job == "retrieve":
         if not known:
