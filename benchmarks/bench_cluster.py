@@ -80,11 +80,11 @@ def resource_table(output: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def dry_run(config_path: Path, workdir: Path) -> tuple[str, float]:
+def dry_run(config_path: Path, workdir: Path, *args: str) -> tuple[str, float]:
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--profile",
-         str(REPO / "profiles" / "slurm"), "--configfile", str(config_path)],
+         str(REPO / "profiles" / "slurm"), "--configfile", str(config_path), *args],
         cwd=workdir, capture_output=True, text=True,
     )
     seconds = time.perf_counter() - started
@@ -168,6 +168,8 @@ def main() -> None:
           f"model and stage, dry run under {TARGETS['dry_run_s']:.0f} s on 2 cores")
 
 
+#: The cores a dry run may give a job (Snakemake's dry run otherwise caps threads at 1).
+CORES = ("--cores", "256")
 RETRIEVAL_RULES = ["retrieval_corpus", "encode_dense_shard", "dense_index", "retrieve", "system_passages",
                    "retrieval_metrics", "retrieval_leaderboard"]
 
@@ -178,7 +180,8 @@ def print_retrieval_jobs(index: str) -> None:
         workdir = Path(scratch)
         config_path = workdir / "miracl-retrieval.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        output, seconds = dry_run(config_path, workdir)
+        # A dry run gives every job one thread unless told the cores; the SLURM executor caps none.
+        output, seconds = dry_run(config_path, workdir, *CORES)
     jobs = resource_table(output)
     jobs = jobs[jobs["rule"].isin(RETRIEVAL_RULES)]
     local = local_rules()

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_cluster import job_table, miracl_retrieval_config, resource_table, scaled_config  # noqa: E402
+from bench_cluster import CORES, job_table, miracl_retrieval_config, resource_table, scaled_config  # noqa: E402
 
 from tests.helpers.workflow import dry_run, scheduled_jobs, tiny_config  # noqa: E402
 
@@ -172,7 +172,7 @@ def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index
 
     config = miracl_retrieval_config("ivf_pq")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    jobs = resource_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm")))
+    jobs = resource_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"), *CORES))
     resolved = validate_config(config, repo / "schemas" / "config.schema.yaml")
     n, dim = 32_893_221, 1024
     expected = {job: index_job_resources(resolved, "bge-m3", "en", job) for job in ("encode", "gather", "retrieve")}
@@ -180,7 +180,7 @@ def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index
     corpus = jobs.query("rule == 'retrieval_corpus'")
     assert corpus["wildcards"].tolist() == ["corpus=miracl, corpus_lang=en"]  # one corpus: English, for every question
     encode = jobs.query("rule == 'encode_dense_shard'")
-    assert len(encode) == 64 and (encode["gpu"] == 1).all()
+    assert len(encode) == 64 and (encode["gpu"] == 1).all() and (encode["threads"] == 4).all()
     assert sorted(int(w.split("shard=")[1]) for w in encode["wildcards"]) == list(range(64))
     assert (encode["mem_mb"] == expected["encode"]["mem_mb"]).all() and (encode["runtime"] == expected["encode"]["runtime"]).all()
     shard = -(-n // 64)  # a shard's passages: their text and vectors beside the encoder
@@ -190,7 +190,7 @@ def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index
     assert len(gather) == 1 and gather["gpu"].item() == 0
     assert gather["mem_mb"].item() == expected["gather"]["mem_mb"] == -(-gather_memory_bytes("ivf_pq", n, dim, 64) // 10**6)
     assert INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) < 2.5e9 and gather["mem_mb"].item() < 16_000
-    assert gather["runtime"].item() == expected["gather"]["runtime"] and expected["gather"]["threads"] == 16
+    assert gather["runtime"].item() == expected["gather"]["runtime"] and gather["threads"].item() == 16
     retrieve = jobs.query("rule == 'retrieve'")
     assert sorted(retrieve["wildcards"]) == [f"retriever=bge-m3, lang={lang}" for lang in sorted(config["languages"])]
     assert (retrieve["mem_mb"] == expected["retrieve"]["mem_mb"]).all() and (retrieve["gpu"] == 0).all()
