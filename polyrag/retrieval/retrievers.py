@@ -94,7 +94,9 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
     """Cluster resources of one index job of a retriever ``entry`` (``bm25``, ``encode``, ``gather``,
     ``retrieve``) over a corpus of ``n`` passages (None: unknown) and an encoder of dimension
     ``dim`` (None: unknown): sized from them where both are known (module docstring), else the kind's
-    defaults; the entry's ``resources:`` over the bm25 and encode jobs, the per-passage work it describes."""
+    defaults. The entry's ``resources:`` override the bm25 and encode jobs' (the per-passage work
+    they describe); the gathering and retrieval jobs take its mem_mb where the corpus's size is
+    unknown, and never less than their estimate where it is known."""
     from polyrag.retrieval.dense import gather_memory_bytes, index_spec, search_memory_bytes, INDEX_TYPES
 
     defaults = RETRIEVERS[entry["kind"]].resources
@@ -103,7 +105,6 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
         return {**defaults, **own}
     known = n is not None and dim is not None
     encoder = entry["model"] if entry["model"] in ENCODER_BYTES else None
-    gpu = own.get("gpu", defaults["gpu"])
     if job == "encode":
         if not known:
             return {**defaults, **own}
@@ -115,8 +116,8 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
     if job == "gather":
         kind, parameters = index_spec(entry["index"])
         if not known:
-            return {"threads": 1, "mem_mb": defaults["mem_mb"], "gpu": 0, "runtime": 60}
-        memory = gather_memory_bytes(entry["index"], n, dim, entry["shards"])
+            return {"threads": 1, "mem_mb": own.get("mem_mb", defaults["mem_mb"]), "gpu": 0, "runtime": 60}
+        memory = max(gather_memory_bytes(entry["index"], n, dim, entry["shards"]), own.get("mem_mb", 0) * MB)
         threads, minutes = 1, 10 + math.ceil(n * dim * 4 / (200 * MB) / 60)  # reading the shards at 200 MB/s
         if INDEX_TYPES[kind].trained:
             p = INDEX_TYPES[kind].resolve(n, parameters)
@@ -132,8 +133,8 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
         return {"threads": threads, "mem_mb": math.ceil(memory / MB), "gpu": 0, "runtime": minutes}
     if job == "retrieve":
         if not known:
-            return {"threads": 1, "mem_mb": defaults["mem_mb"], "gpu": 0, "runtime": 60}
-        memory = search_memory_bytes(entry["index"], n, dim) + ENCODER_BYTES[encoder]
+            return {"threads": 1, "mem_mb": own.get("mem_mb", defaults["mem_mb"]), "gpu": 0, "runtime": 60}
+        memory = max(search_memory_bytes(entry["index"], n, dim) + ENCODER_BYTES[encoder], own.get("mem_mb", 0) * MB)
         return {"threads": 1, "mem_mb": math.ceil(memory / MB), "gpu": 0, "runtime": 60}
     raise ValueError(f"unknown index job {job!r} (bm25, encode, gather, retrieve)")
 

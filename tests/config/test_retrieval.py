@@ -168,3 +168,20 @@ def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config,
     config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 112824}
     resolved = check(config, repo)
     assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 112824
+
+
+def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_entry_s_resources(config, repo):
+    config["retrieval"]["retrievers"]["e5"]["resources"] = {"gpu": 0, "mem_mb": 20000}
+    config["retrieval"]["corpora"]["sized"] = {"source": "demo", "size": {"en": 2_000_000}}
+    config["retrieval"]["retrievers"]["e5-sized"] = {"kind": "dense", "corpus": "sized", "model": "multilingual-e5-small",
+                                                     "shards": 4, "index": "flat", "resources": {"gpu": 0, "mem_mb": 100}}
+    resolved = check(config, repo)
+    # the demo's size is unknown: the kind's defaults, the entry's own over them
+    assert index_job_resources(resolved, "e5", "en", "encode") == {"threads": 4, "mem_mb": 20000, "gpu": 0, "runtime": 720}
+    assert index_job_resources(resolved, "e5", "en", "gather")["mem_mb"] == 20000
+    assert index_job_resources(resolved, "e5", "en", "retrieve", attempt=2)["runtime"] == 120
+    # a known size: the gathering job holds 2M x 384 floats however little the entry asks for
+    gather = index_job_resources(resolved, "e5-sized", "en", "gather")
+    assert gather["mem_mb"] > 2_000_000 * 384 * 4 / 1e6 and gather["gpu"] == 0
+    assert index_job_resources(resolved, "e5-sized", "en", "encode")["mem_mb"] == 100  # the entry's, as it says
+    assert corpus_size(resolved, "sized", "de") is None  # a language the mapping leaves out: unknown
