@@ -7,6 +7,11 @@ profiles/slurm exactly as users run it.
 ``--budget S`` sets ``arena.budget: {share: S}``: the API judge then judges in rounds
 (``arena_round`` and ``judge_round`` per language and round, both on the submitting node).
 
+``--miracl-retrieval [INDEX]`` dry-runs ``miracl_retrieval_config`` instead: MIRACL's English corpus
+(32.9M passages) indexed by BGE-M3 in 64 shards into one index of type INDEX (default ivf_pq),
+searched by the questions of four languages, and prints each retrieval job with its resources
+(docs/retrieval.md#the-dry-run-at-miracl-english-size).
+
 Prints, per rule, the jobs scheduled, where they run (an sbatch submission, or the submitting
 node for local rules) and how many times each GPU model is loaded; then the totals against the
 targets: at most 500 submissions, one load per model and stage, dry run under 10 s on 2 cores.
@@ -43,11 +48,43 @@ def scaled_config(models: int, budget: float | None = None) -> dict:
     return config
 
 
-def dry_run(config_path: Path, workdir: Path) -> tuple[str, float]:
+def miracl_retrieval_config(index: str = "ivf_pq") -> dict:
+    """MIRACL's English corpus (source miracl: 32,893,221 passages) encoded by BGE-M3 (1,024
+    dimensions) in 64 shards and gathered into one index of type ``index``, the datastore of the
+    MIRACL questions of en, de, hi and zh (``corpus_language: en``, BERGEN's English datastore), and a
+    RAG system (a vLLM generator given its top 5)."""
+    return {
+        "languages": ["en", "de", "hi", "zh"],
+        "data": {"source": "miracl"},
+        "models": {"qwen-2.5-7b-instruct": {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "max_model_len": 8192}},
+        "judges": {"gpt-4o-judge": {"backend": "openai", "model": "gpt-4o-2024-08-06"}},
+        "retrieval": {"corpora": {"miracl": {"source": "miracl"}},
+                      "retrievers": {"bge-m3": {"kind": "dense", "corpus": "miracl", "model": "BAAI/bge-m3",
+                                                "corpus_language": "en", "shards": 64, "index": index}}},
+        "systems": {"qwen-bge-m3": {"generator": "qwen-2.5-7b-instruct", "retriever": "bge-m3", "top_k": 5}},
+    }
+
+
+def resource_table(output: str) -> pd.DataFrame:
+    """One row per scheduled job: rule, wildcards, threads and the resources it asks the cluster for."""
+    rows = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
+        header = re.match(r"(local)?rule (\w+):\n", block)
+        if header is None:
+            continue
+        resources = dict(re.findall(r"(\w+)=([^,\s]+)", (re.search(r"resources: ([^\n]+)", block) or ["", ""])[1]))
+        threads = re.search(r"^    threads: (\d+)$", block, re.MULTILINE)
+        rows.append({"rule": header.group(2), "wildcards": (re.search(r"wildcards: ([^\n]+)", block) or ["", ""])[1],
+                     "threads": int(threads.group(1)) if threads else 1, "gpu": int(resources.get("gpu", 0)),
+                     "mem_mb": int(resources.get("mem_mb", 0)), "runtime": int(resources.get("runtime", 0))})
+    return pd.DataFrame(rows)
+
+
+def dry_run(config_path: Path, workdir: Path, *args: str) -> tuple[str, float]:
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--profile",
-         str(REPO / "profiles" / "slurm"), "--configfile", str(config_path)],
+         str(REPO / "profiles" / "slurm"), "--configfile", str(config_path), *args],
         cwd=workdir, capture_output=True, text=True,
     )
     seconds = time.perf_counter() - started
@@ -86,7 +123,12 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="dry runs to time (the table uses the first)")
     parser.add_argument("--budget", type=float, help="arena.budget share (default: exhaustive)")
+    parser.add_argument("--miracl-retrieval", nargs="?", const="ivf_pq", metavar="INDEX",
+                        help="dry-run MIRACL-English retrieval with this index type instead")
     args = parser.parse_args()
+    if args.miracl_retrieval:
+        print_retrieval_jobs(args.miracl_retrieval)
+        return
     config = scaled_config(args.models, args.budget)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
@@ -124,6 +166,31 @@ def main() -> None:
         print(f"{name:42s} {value}")
     print(f"\ntargets: at most {TARGETS['submissions']} submissions, {TARGETS['loads_per_model_and_stage']} load per "
           f"model and stage, dry run under {TARGETS['dry_run_s']:.0f} s on 2 cores")
+
+
+#: The cores a dry run may give a job (Snakemake's dry run otherwise caps threads at 1).
+CORES = ("--cores", "256")
+RETRIEVAL_RULES = ["retrieval_corpus", "encode_dense_shard", "dense_index", "retrieve", "system_passages",
+                   "retrieval_metrics", "retrieval_leaderboard"]
+
+
+def print_retrieval_jobs(index: str) -> None:
+    config = miracl_retrieval_config(index)
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(scratch)
+        config_path = workdir / "miracl-retrieval.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        # A dry run gives every job one thread unless told the cores; the SLURM executor caps none.
+        output, seconds = dry_run(config_path, workdir, *CORES)
+    jobs = resource_table(output)
+    jobs = jobs[jobs["rule"].isin(RETRIEVAL_RULES)]
+    local = local_rules()
+    table = jobs.groupby("rule", sort=False).agg(jobs=("rule", "size"), threads=("threads", "max"), gpu=("gpu", "max"),
+                                                 mem_mb=("mem_mb", "max"), runtime_min=("runtime", "max"))
+    table["where"] = ["submitting node" if rule in local else "sbatch" for rule in table.index]
+    print(f"MIRACL English (32,893,221 passages), BAAI/bge-m3 (1,024 dimensions), 64 shards, index {index}, "
+          f"questions of {', '.join(config['languages'])}; dry run {seconds:.1f} s\n")
+    print(table.reindex([rule for rule in RETRIEVAL_RULES if rule in table.index]).to_markdown())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-# Retrieval over a corpus (docs/retrieval.md): each corpus is read and chunked per language, each
-# retriever indexes it once per corpus language (BM25; dense in shards gathered into one faiss
-# index), retrieves for every question, a reranker reorders a run's top passages, and each system's
+# Retrieval over a corpus (docs/retrieval.md): each corpus is read and chunked per language (a
+# pooled corpus joins several), each retriever indexes it once per corpus language (BM25; dense in
+# shards gathered into one faiss index), each job sized from the corpus's size where the config
+# knows it, retrieves for every question, a reranker reorders a run's top passages, and each system's
 # top_k passages become its passage file, which generation reads as any passage file. Runs are
 # scored against the questions' relevance labels (results/retrieval/leaderboard.csv).
 
@@ -18,21 +19,49 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+# A pooled corpus's file is its languages' corpora joined (rule pool_corpus), not read from a source.
+ruleorder: pool_corpus > retrieval_corpus
+
+
 rule retrieval_corpus:
     output:
         CORPUS,
     params:
         corpus=lambda wildcards: RETRIEVAL["corpora"][wildcards.corpus],
         demo=DEMO_CORPUS_DIRS,
+        cache_dir=config["cache_dir"],
     log:
         "logs/retrieval/corpora/{corpus}/{corpus_lang}.log",
+    benchmark:
+        "results/benchmarks/retrieval/corpora/{corpus}/{corpus_lang}.tsv"
     resources:
-        mem_mb=8000,
-        runtime=60,
+        mem_mb=corpus_resource("mem_mb"),
+        runtime=corpus_resource("runtime"),
     conda:
         "../envs/core.yaml"
     script:
         "../scripts/retrieval_corpus.py"
+
+
+# Several languages' corpora as one (a pooled corpus: docids prefixed with their language, en:123).
+rule pool_corpus:
+    input:
+        pooled_corpora,
+    output:
+        POOLED_CORPUS,
+    params:
+        languages=lambda wildcards: RETRIEVAL["corpora"][wildcards.corpus]["languages"],
+    log:
+        "logs/retrieval/corpora/{corpus}/pooled.log",
+    benchmark:
+        "results/benchmarks/retrieval/corpora/{corpus}/pooled.tsv"
+    resources:
+        mem_mb=corpus_resource("mem_mb"),
+        runtime=corpus_resource("runtime"),
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/pool_corpus.py"
 
 
 rule bm25_index:
@@ -50,9 +79,9 @@ rule bm25_index:
         "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}.tsv"
     threads: 1
     resources:
-        gpu=resource("gpu", retriever_entry, retrieval_resources),
-        mem_mb=resource("mem_mb", retriever_entry, retrieval_resources),
-        runtime=resource("runtime", retriever_entry, retrieval_resources),
+        gpu=index_resource("gpu", "bm25"),
+        mem_mb=index_resource("mem_mb", "bm25"),
+        runtime=index_resource("runtime", "bm25"),
     conda:
         "../envs/core.yaml"
     script:
@@ -74,11 +103,11 @@ rule encode_dense_shard:
         "logs/retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.log",
     benchmark:
         "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.tsv"
-    threads: resource("threads", retriever_entry, retrieval_resources)
+    threads: index_resource("threads", "encode")
     resources:
-        gpu=resource("gpu", retriever_entry, retrieval_resources),
-        mem_mb=resource("mem_mb", retriever_entry, retrieval_resources),
-        runtime=resource("runtime", retriever_entry, retrieval_resources),
+        gpu=index_resource("gpu", "encode"),
+        mem_mb=index_resource("mem_mb", "encode"),
+        runtime=index_resource("runtime", "encode"),
     conda:
         "../envs/llm.yaml"
     script:
@@ -94,13 +123,16 @@ rule dense_index:
         retriever=alternatives(DENSE_RETRIEVERS),
     params:
         retriever=retriever_entry,
+        seed=config["seed"],
     log:
         "logs/retrieval/indexes/{retriever}/{corpus_lang}/gather.log",
     benchmark:
         "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}/gather.tsv"
+    threads: index_resource("threads", "gather")
     resources:
-        mem_mb=resource("mem_mb", retriever_entry, retrieval_resources),
-        runtime=60,
+        gpu=index_resource("gpu", "gather"),
+        mem_mb=index_resource("mem_mb", "gather"),
+        runtime=index_resource("runtime", "gather"),
     conda:
         "../envs/core.yaml"
     script:
@@ -112,19 +144,20 @@ rule retrieve:
         index=retriever_index,
         questions=QUESTIONS,
     output:
-        run="results/retrieval/runs/{retriever}/{lang}.parquet",
-        trec="results/retrieval/runs/{retriever}/{lang}.trec",
+        run=run_path(RUN),
+        trec=run_path(RUN_TREC),
     params:
         retriever=retriever_entry,
         depth=RETRIEVAL and RETRIEVAL["depth"],
     log:
-        "logs/retrieval/runs/{retriever}/{lang}.log",
+        run_path(RUN_LOG),
     benchmark:
-        "results/benchmarks/retrieval/runs/{retriever}/{lang}.tsv"
+        run_path(RUN_BENCHMARK)
     threads: 1
     resources:
-        mem_mb=resource("mem_mb", retriever_entry, retrieval_resources),
-        runtime=60,
+        gpu=index_resource("gpu", "retrieve"),
+        mem_mb=index_resource("mem_mb", "retrieve"),
+        runtime=index_resource("runtime", "retrieve"),
     conda:
         "../envs/llm.yaml"
     script:
@@ -133,18 +166,18 @@ rule retrieve:
 
 rule rerank:
     input:
-        run="results/retrieval/runs/{retriever}/{lang}.parquet",
+        run=run_path(RUN),
         corpus=first_stage_corpus,
         questions=QUESTIONS,
     output:
-        run="results/retrieval/runs/{retriever}+{reranker}/{lang}.parquet",
-        trec="results/retrieval/runs/{retriever}+{reranker}/{lang}.trec",
+        run=run_path(RUN, reranker="{reranker}"),
+        trec=run_path(RUN_TREC, reranker="{reranker}"),
     params:
         reranker=reranker_entry,
     log:
-        "logs/retrieval/runs/{retriever}+{reranker}/{lang}.log",
+        run_path(RUN_LOG, reranker="{reranker}"),
     benchmark:
-        "results/benchmarks/retrieval/runs/{retriever}+{reranker}/{lang}.tsv"
+        run_path(RUN_BENCHMARK, reranker="{reranker}")
     threads: resource("threads", reranker_entry, retrieval_resources)
     resources:
         gpu=resource("gpu", reranker_entry, retrieval_resources),
@@ -166,6 +199,7 @@ rule system_passages:
         SYSTEM_PASSAGES,
     params:
         system=system_parts,
+        corpus_lang=lambda wildcards: corpus_language(config, system_parts(wildcards)["retriever"], wildcards.lang),
     localrule: True
     log:
         "logs/retrieval/passages/{system}/{lang}.log",
@@ -184,6 +218,8 @@ rule retrieval_metrics:
         questions=QUESTIONS,
     output:
         RUN_METRICS,
+    params:
+        corpus_lang=lambda wildcards: corpus_language(config, RUN_RETRIEVERS[wildcards.run], wildcards.lang),
     log:
         "logs/retrieval/metrics/{run}/{lang}.log",
     localrule: True

@@ -1,12 +1,20 @@
-"""Snakemake entry point of rule bm25_index: the BM25 index of one corpus language (polyrag.retrieval.bm25)."""
+"""Snakemake entry point of rule bm25_index: the BM25 index of one corpus language (polyrag.retrieval.bm25);
+a corpus whose BM25 index would not fit the job's memory stops before it is read."""
 
+from polyrag.errors import DataError
 from polyrag.logs import run_logged
 from polyrag.retrieval.bm25 import BM25Index
-from polyrag.retrieval.corpus import read_corpus
+from polyrag.retrieval.corpus import corpus_size, read_corpus
+from polyrag.retrieval.retrievers import BM25_BYTES_PER_PASSAGE, bm25_memory_mb
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
+    n, memory = corpus_size(sm.input[0]), sm.resources.mem_mb
+    if bm25_memory_mb(n) > memory:
+        raise DataError(f"{sm.input[0]}: BM25 over its {n:,} passages needs about {bm25_memory_mb(n):,} MB "
+                        f"({BM25_BYTES_PER_PASSAGE:,} bytes a passage), more than this job's mem_mb {memory:,}: set "
+                        "the retriever's resources: {mem_mb: ...} or use a dense retriever for a corpus this size")
     BM25Index.build(read_corpus(sm.input[0]), sm.wildcards.corpus_lang).save(sm.output[0])
 
 

@@ -4,7 +4,7 @@ system read from files (backend: file) has its files checked and copied instead.
 
 import logging
 
-from polyrag.config.queries import generator_of
+from polyrag.config.queries import generator_of, passage_source
 from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
 from polyrag.llm import open_llm
@@ -34,7 +34,7 @@ def main() -> None:
             from_file = None
             if spec := passage_file_spec(entry):
                 from_file = given_from_file(model, spec, lang, records, questions[lang])
-            write_answers(generate_answers(llm, records, settings, foreign, from_file), output)
+            write_answers(generate_answers(llm, records, settings, foreign, from_file, passage_source(entry)), output)
     finally:
         llm.close()
 

@@ -4,7 +4,7 @@
 from polyrag.config.retrieval import run_name
 from polyrag.data.records import read_questions
 from polyrag.logs import run_logged
-from polyrag.retrieval.corpus import corpus_texts, read_corpus
+from polyrag.retrieval.corpus import corpus_texts, read_corpus_docids
 from polyrag.retrieval.questions import queries_of
 from polyrag.retrieval.rerank import CrossEncoderReranker
 from polyrag.retrieval.runs import read_run, write_run, write_trec
@@ -14,7 +14,8 @@ def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     entry = sm.params.reranker
     run = read_run(sm.input.run)
-    texts = corpus_texts(read_corpus(sm.input.corpus), run["docid"])
+    head = run.loc[run["rank"] <= entry["top_n"], "docid"]  # the passages reranked, read from the corpus
+    texts = corpus_texts(read_corpus_docids(sm.input.corpus, head), head)
     reranked = CrossEncoderReranker(entry["model"]).rerank(run, queries_of(read_questions(sm.input.questions)), texts,
                                                            top_n=entry["top_n"])
     write_run(reranked, sm.output.run)

@@ -16,7 +16,7 @@ def main() -> None:
     entry, depth = sm.params.retriever, sm.params.depth
     queries = queries_of(read_questions(sm.input.questions))
     if entry["kind"] == "bm25":
-        run = BM25Index.load(sm.input.index).search(queries, k=depth)
+        run = BM25Index.load(sm.input.index).search(queries, k=depth, language=sm.wildcards.lang.split("-")[0])
     else:
         run = DenseIndex.load(sm.input.index).search(queries, k=depth)  # questions encoded as its passages were
     empty = sorted(set(queries) - set(run["query_id"]))

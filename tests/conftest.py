@@ -63,7 +63,7 @@ def llama_server(gemma_gguf, tmp_path_factory):
 # finished). A file not named here goes out after them: first the files with slow tests, then the rest.
 LONGEST_FILES = ["llm/test_vllm_engine.py",  # 645 (vLLM's CPU engine started four times)
                  "workflow/test_workflow.py",  # 396
-                 "workflow/test_retrieval.py",  # 350-430 (e5 encodes the demo corpus, 2 x 200 passages)
+                 "workflow/test_retrieval.py",  # 430-510 (e5 encodes the demo corpus, 2 x 200 passages; a pooled corpus, 80)
                  "workflow/test_budget.py",  # 126-206
                  "workflow/test_slurm.py",  # 143
                  "mars/test_mars.py",  # 65-150

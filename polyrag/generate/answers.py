@@ -95,18 +95,20 @@ def build_requests(records: list[dict], settings: dict, foreign: dict[str, str] 
 
 
 def generate_answers(llm: LLM, records: list[dict], settings: dict, foreign: dict[str, str] | None = None,
-                     from_file: dict[str, list[dict]] | None = None) -> list[dict]:
+                     from_file: dict[str, list[dict]] | None = None, source: str | None = None) -> list[dict]:
     """One answer row per question, with the passages the system was given (``given_passages``).
     A citation counts only when it names one of those passages. A request the model rejected (e.g. a
     prompt longer than its context) is a row with ``error`` set, and the job fails when more than
-    ``max_failure_fraction`` were; a model that cannot be reached raises ``LLMUnavailable``."""
+    ``max_failure_fraction`` were; a model that cannot be reached raises ``LLMUnavailable``.
+    ``source``: the rows' ``passage_source`` (``polyrag.config.queries.passage_source`` of the
+    model's entry; default the passages mode of ``settings``)."""
     requests = build_requests(records, settings, foreign, from_file)
     responses = llm.generate(requests, desc=f"answers ({llm.backend.identity})")
     parse = parse_sectioned if ANSWER_FORMAT[settings["prompt"]] == "sections" else parse_plain
     mode = passages_mode(settings)
     rows, failed = [], 0
     for record, response, given in zip(records, responses, given_passages(records, settings, from_file)):
-        shown = {"passages": given, "passage_source": mode}
+        shown = {"passages": given, "passage_source": source or mode}
         if not response.ok:
             failed += 1
             rows.append({"query_id": record["query_id"], "raw_output": None, "reason": None, "answer": None,

@@ -6,14 +6,32 @@ What the retrievers index (BM25's tokens, a dense encoder's passage, a reranker'
 ``contents`` column: the title, a full stop, then the text (BERGEN's ``f"{title}. {text}"``), or
 the text alone when there is no title or ``title_prefix`` is off. ``text`` stays the passage
 without its title, as a generator is given it (``{docid, title, text}``).
+
+The workflow writes a corpus as it reads it (``write_corpus_batches``): batches of ``BATCH`` rows
+are checked (the file and line of a bad row), cut and written as Parquet row groups, so a corpus of
+33M passages (MIRACL's English) never sits in memory; only 15 bytes per passage are kept, to find a
+docid repeated across batches. A job that needs part of it reads its row groups
+(``read_corpus_rows``: a dense shard) or its docids (``read_corpus_docids``: a run's passages).
+
+A *pooled* corpus joins several languages' corpora into one (``pool_corpora``): each passage's
+docid is prefixed with its language (``en:123``, ``pooled_docid``) so that two languages' docids
+cannot collide. A question's own labels name its passages without the prefix: ``question_docids``
+gives a pooled run's docids as the question sees them (its own language's without the prefix,
+another language's with it: passages nobody judged for the question) and each one's language.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from polyrag.data.demo import load_demo
 from polyrag.data.io import read_jsonl
@@ -27,6 +45,15 @@ CONTENTS = "contents"
 SHOWN = 10
 DEMO_DIR = Path("resources/demo")
 XQUAD_DIR = Path("resources/xquad")
+#: Rows read, checked and written at a time: one Parquet row group each (a dense shard reads the
+#: row groups its slice spans).
+BATCH = 100_000
+SCHEMA = pa.schema([(name, pa.string()) for name in (*COLUMNS, CONTENTS)])
+#: The corpus language of a pooled corpus (its file ``{corpus}/pooled.parquet``, its indexes'
+#: ``{corpus_lang}``): one corpus of several languages' passages.
+POOLED = "pooled"
+#: Between a pooled passage's language and its docid in its language's corpus: ``en:123``.
+LANGUAGE_SEPARATOR = ":"
 
 
 def read_corpus(path: str | Path) -> pd.DataFrame:
@@ -50,10 +77,12 @@ def read_corpus(path: str | Path) -> pd.DataFrame:
     raise DataError(f"{path}: a corpus is a .jsonl or .parquet file of {', '.join(COLUMNS)}")
 
 
-def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None, unit: str = "row") -> pd.DataFrame:
+def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None, unit: str = "row",
+                 of: str | None = None) -> pd.DataFrame:
     """``table`` as ``docid, title, text`` (strings; a missing title ""), or one DataError naming
     ``source``, how many rows are bad and the first of them (their ``unit`` number in ``rows``):
-    a missing or empty docid, a missing or empty text, a docid seen before."""
+    a missing or empty docid, a missing or empty text, a docid seen before. ``of``: what the count
+    is out of (default the table's length; a batch names its lines)."""
     missing = [column for column in REQUIRED if column not in table.columns]
     if missing:
         raise DataError(f"{source}: the corpus has no column {', '.join(missing)} (a corpus has the columns "
@@ -79,7 +108,8 @@ def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None
         clean_titles.append("" if is_missing(title) else str(title))
     if problems:
         more = f"; ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise DataError(f"{source}: {len(problems)} bad {unit}{'s' * (len(problems) != 1)} of {len(table)}: {'; '.join(problems[:SHOWN])}{more}")
+        raise DataError(f"{source}: {len(problems)} bad {unit}{'s' * (len(problems) != 1)} of {of or len(table)}: "
+                        f"{'; '.join(problems[:SHOWN])}{more}")
     out = pd.DataFrame({"docid": docids, "title": clean_titles, "text": texts})
     if CONTENTS in table.columns:
         out[CONTENTS] = list(table[CONTENTS])
@@ -180,3 +210,255 @@ def corpus_texts(corpus: pd.DataFrame, docids) -> dict[str, str]:
     mask = corpus["docid"].isin(wanted)
     return dict(zip(corpus["docid"][mask], indexed_texts(corpus[mask])))
 
+
+
+# --- corpora written and read in parts ------------------------------------------------------------
+
+#: A batch of a corpus's rows as read: the rows, the file they come from, each row's number in it
+#: and what a number is (``line`` of JSONL, ``row`` of Parquet).
+Batch = tuple[pd.DataFrame, str, list[int], str]
+
+
+def jsonl_batches(paths: Sequence[str | Path], size: int = BATCH) -> Iterator[Batch]:
+    """The rows of JSONL files (``.jsonl`` or gzipped ``.jsonl.gz``) in batches of ``size``, each
+    with its file and line numbers. A line that is not a JSON object stops with its file and line."""
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise DataError(f"{path}: file not found")
+        opener = gzip.open if path.suffix == ".gz" else open
+        rows, lines = [], []
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from error
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}: line {number}: expected a JSON object with {', '.join(COLUMNS)}")
+                rows.append(row)
+                lines.append(number)
+                if len(rows) == size:
+                    yield _records(rows), str(path), lines, "line"
+                    rows, lines = [], []
+        if rows:
+            yield _records(rows), str(path), lines, "line"
+
+
+def _records(rows: list[dict]) -> pd.DataFrame:
+    columns = [*COLUMNS, *sorted({key for row in rows for key in row} - set(COLUMNS))]
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
+def parquet_batches(path: str | Path, size: int = BATCH) -> Iterator[Batch]:
+    """The rows of a Parquet corpus file in batches of ``size``, numbered from 1."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    start = 1
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=size):
+        table = batch.to_pandas()
+        yield table, str(path), list(range(start, start + len(table))), "row"
+        start += len(table)
+
+
+def file_batches(path: str | Path, size: int = BATCH) -> Iterator[Batch]:
+    """A corpus file (``.jsonl``, ``.jsonl.gz`` or ``.parquet``) in batches."""
+    name = str(path)
+    if name.endswith((".jsonl", ".jsonl.gz")):
+        return jsonl_batches([path], size)
+    if name.endswith(".parquet"):
+        return parquet_batches(path, size)
+    raise DataError(f"{path}: a corpus is a .jsonl, .jsonl.gz or .parquet file of {', '.join(COLUMNS)}")
+
+
+def write_corpus_batches(read_batches: Callable[[], Iterable[Batch]], path: str | Path, words: int | None = 100,
+                         title_prefix: bool = True) -> int:
+    """The corpus of ``read_batches()`` checked, cut (``chunk_documents``) and written to ``path``
+    batch by batch, each batch a row group; the number of passages written. A bad row stops with
+    its file and line (``check_corpus``), a docid repeated in a later batch with both files and
+    lines. ``read_batches`` is called again only to name the rows of a repeated docid.
+
+    Memory: one batch, and per passage a 64-bit hash of its docid and where it came from (15 bytes;
+    500 MB at 33M passages), to find repeats across batches after the last one (a repeat of a hash
+    is confirmed on the docids themselves before anything stops)."""
+    path = Path(path)
+    hashes, origins, chunk_hashes, sources = [], [], [], {}
+    written = 0
+    try:
+        with pq.ParquetWriter(path, SCHEMA) as writer:
+            for table, source, rows, unit in read_batches():
+                of = f"the {len(table)} {unit}s {rows[0]}-{rows[-1]} read together" if rows else None
+                documents = check_corpus(table, source, rows, unit, of)
+                index = sources.setdefault((source, unit), len(sources))
+                hashes.append(pd.util.hash_array(documents["docid"].to_numpy(dtype=object)))
+                origins.append(np.rec.fromarrays([np.full(len(rows), index, np.int32), np.asarray(rows, np.int64)],
+                                                 names="source,row"))
+                passages = chunk_documents(documents, words, title_prefix)
+                if words is not None:  # a chunk's docid may repeat a docid of another batch
+                    chunk_hashes.append(pd.util.hash_array(passages["docid"].to_numpy(dtype=object)))
+                writer.write_table(pa.Table.from_pandas(passages[[*COLUMNS, CONTENTS]], schema=SCHEMA,
+                                                        preserve_index=False))
+                written += len(passages)
+        _check_repeats(hashes, origins, sources, read_batches)
+        if chunk_hashes:
+            _check_chunk_repeats(np.concatenate(chunk_hashes), path, words)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _repeated_positions(hashes: np.ndarray) -> np.ndarray:
+    """Positions whose hash equals an earlier position's (candidates: confirmed on the strings)."""
+    order = np.argsort(hashes, kind="stable")
+    same = hashes[order][1:] == hashes[order][:-1]
+    return np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
+
+
+def _check_repeats(hashes: list[np.ndarray], origins: list[np.ndarray], sources: dict[tuple[str, str], int],
+                   read_batches: Callable[[], Iterable[Batch]]) -> None:
+    if not hashes:
+        return
+    candidates = _repeated_positions(np.concatenate(hashes))
+    if not len(candidates):
+        return
+    wanted, position, docids = set(candidates.tolist()), 0, {}
+    for table, _, _, _ in read_batches():  # the docids of the candidates, read again
+        for offset, docid in enumerate(table["docid"]):
+            if position + offset in wanted:
+                docids[position + offset] = as_docid(docid)
+        position += len(table)
+    where = np.concatenate(origins)
+    names = {index: f"{source}: {unit}" for (source, unit), index in sources.items()}
+    first: dict[str, int] = {}
+    problems = []
+    for candidate in sorted(docids):
+        docid = docids[candidate]
+        if docid not in first:
+            first[docid] = candidate
+            continue
+        earlier, this = where[first[docid]], where[candidate]
+        problems.append(f"{names[this['source']]} {this['row']} (docid {docid!r}): its docid repeats "
+                        f"{names[earlier['source']]} {earlier['row']}")
+    if problems:
+        more = f"; ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+        raise DataError(f"{len(problems)} repeated docid{'s' * (len(problems) != 1)}: {'; '.join(problems[:SHOWN])}{more}")
+
+
+def _check_chunk_repeats(hashes: np.ndarray, path: Path, words: int) -> None:
+    candidates = _repeated_positions(hashes)
+    if not len(candidates):
+        return
+    docids = pq.read_table(path, columns=["docid"])["docid"].to_numpy(zero_copy_only=False)[candidates]
+    repeated = pd.Series(docids)[pd.Series(docids).duplicated()]
+    if len(repeated):
+        raise DataError(f"cutting the corpus into chunks of {words} words made {len(repeated)} docids that repeat "
+                        f"others, e.g. {repeated.iloc[0]!r}: rename those documents")
+
+
+def corpus_size(path: str | Path) -> int:
+    """The passages of a corpus written by the workflow (from its Parquet footer)."""
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def read_corpus_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``[start, stop)`` of a corpus written by the workflow, reading only the row groups they
+    span (a dense shard's passages). Not checked again: the workflow checked them when it wrote them."""
+    parquet = pq.ParquetFile(path)
+    groups, offset, first = [], 0, None
+    for group in range(parquet.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        if offset < stop and offset + rows > start:
+            groups.append(group)
+            first = offset if first is None else first
+        offset += rows
+    if not groups:
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in parquet.schema_arrow.names})
+    table = parquet.read_row_groups(groups).to_pandas()
+    return table.iloc[start - first:stop - first].reset_index(drop=True)
+
+
+def read_corpus_docids(path: str | Path, docids: Iterable[str]) -> pd.DataFrame:
+    """The passages of ``docids`` in a corpus written by the workflow (a run's, for a reranker or a
+    system's passage file), scanning the file a row group at a time; a docid not in it is absent."""
+    wanted = sorted(set(map(str, docids)))
+    if not wanted:
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in pq.read_schema(path).names})
+    return pq.read_table(path, filters=[("docid", "in", wanted)]).to_pandas()
+
+
+# --- pooled corpora ---------------------------------------------------------------------------------
+
+def pooled_docid(language: str, docid: str) -> str:
+    """A passage's docid in a pooled corpus: its language, ``:``, its docid in its language's corpus."""
+    return f"{language}{LANGUAGE_SEPARATOR}{docid}"
+
+
+def split_pooled_docid(docid: str) -> tuple[str, str]:
+    """(language, docid in its language's corpus) of a pooled corpus's docid."""
+    language, separator, own = str(docid).partition(LANGUAGE_SEPARATOR)
+    if not separator or not language:
+        raise DataError(f"docid {docid!r} is not a pooled corpus's (language{LANGUAGE_SEPARATOR}docid)")
+    return language, own
+
+
+def question_docids(docids: Iterable[str], lang: str, corpus_lang: str) -> tuple[list[str], list[str]]:
+    """A run's docids as a question of ``lang`` names them, and each passage's language, for a run
+    over the corpus of ``corpus_lang``. A pooled corpus's passage (``POOLED``) in the question's
+    language loses its prefix (``hi:123`` is the question's ``123``, which its labels judge);
+    another language's keeps it (``en:123``: a passage nobody judged for the question). A
+    language's own corpus changes nothing: its passages are in ``corpus_lang``."""
+    docids = [str(docid) for docid in docids]
+    if corpus_lang != POOLED:
+        return docids, [corpus_lang] * len(docids)
+    named, languages = [], []
+    for docid in docids:
+        language, own = split_pooled_docid(docid)
+        named.append(own if language == lang else docid)
+        languages.append(language)
+    return named, languages
+
+
+def pool_corpora(paths: dict[str, str | Path], path: str | Path, size: int = BATCH) -> int:
+    """The corpora of several languages (``{language: corpus file written by the workflow}``, each
+    already checked, its docids unique) as one, in the order given, each docid prefixed with its
+    language (``pooled_docid``), written batch by batch; the number of passages."""
+    written = 0
+    try:
+        with pq.ParquetWriter(path, SCHEMA) as writer:
+            for language, source in paths.items():
+                for batch in pq.ParquetFile(source).iter_batches(batch_size=size, columns=[*COLUMNS, CONTENTS]):
+                    table = batch.to_pandas()
+                    table["docid"] = [pooled_docid(language, docid) for docid in table["docid"]]
+                    writer.write_table(pa.Table.from_pandas(table, schema=SCHEMA, preserve_index=False))
+                    written += len(table)
+    except BaseException:
+        Path(path).unlink(missing_ok=True)
+        raise
+    return written
+
+
+def build_corpus(entry: dict, language: str, path: str | Path, cache_dir: str | Path,
+                 demo_dirs: dict | None = None) -> int:
+    """One language's corpus of a config's corpus ``entry`` (``retrieval.corpora.{name}``) read from
+    its source, checked, cut by its ``chunk_words`` and written to ``path``; the passages written.
+    ``demo``: ``demo_corpus``; ``file``: its file with ``{lang}``; ``miracl``: MIRACL's corpus
+    (``polyrag.retrieval.miracl``), downloaded into ``cache_dir``."""
+    source = entry["source"]
+    if source == "demo":
+        documents = demo_corpus(language, **(demo_dirs or {}))
+        batches = lambda: [(documents, f"the demo corpus of {language}", list(range(1, len(documents) + 1)), "row")]  # noqa: E731
+    elif source == "file":
+        file = entry["file"].replace("{lang}", language)
+        batches = lambda: file_batches(file)  # noqa: E731
+    elif source == "miracl":
+        from polyrag.retrieval.miracl import OPTIONS, corpus_files
+
+        files = corpus_files(language, {**OPTIONS, **(entry.get("miracl") or {})}, cache_dir)
+        batches = lambda: jsonl_batches(files)  # noqa: E731
+    else:
+        raise DataError(f"unknown corpus source {source!r} (demo, file, miracl)")
+    return write_corpus_batches(batches, path, entry["chunk_words"])

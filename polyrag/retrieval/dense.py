@@ -11,17 +11,34 @@ a contiguous slice of the corpus (``shard_bounds``), written as ``{stem}.npy`` (
 per passage) and ``{stem}.json`` (its docids, shard number, encoder), then gathered into one index
 (``gather_shards``) that checks every shard is there once, from the same encoder.
 
-Index types: ``flat`` (exact; the default, right for up to a few million passages), ``hnsw``
-(``IndexHNSWFlat``, graph search: ``hnsw_m`` links per node, ``ef_construction``, ``ef_search``
-candidates per query: more is slower and closer to exact) and ``ivf`` (``IndexIVFFlat``: k-means
-cells, ``nprobe`` of them searched). Ties in score are ranked by docid (``polyrag.retrieval.runs``).
+Index types, one table (``INDEX_TYPES``: each type's faiss index, parameters and memory):
+
+- ``flat`` (``IndexFlatIP``): exact; the default, right up to a few million passages. n d 4 bytes.
+- ``hnsw`` (``IndexHNSWFlat``): graph search, ``hnsw_m`` links per node, ``ef_construction``,
+  ``ef_search`` candidates per query (more: slower, closer to exact). The vectors, 2 M links and
+  16 bytes of levels and offsets each.
+- ``ivf`` (``IndexIVFFlat``): k-means cells (``nlist``), ``nprobe`` of them searched per query.
+  The vectors, an id each, the cells' centroids.
+- ``ivf_pq`` (``IndexIVFPQ``): the cells of ``ivf``, each vector's residual compressed by a product
+  quantizer of ``m`` sub-quantizers of ``nbits`` bits: m nbits / 8 bytes a vector (64 for m=64,
+  nbits=8, against 4,096 for 1,024 floats), an id each, the centroids and the codebooks
+  (2^nbits d floats). Approximate twice over (cells, codes): measure its recall against ``flat``.
+
+``ivf`` and ``ivf_pq`` are trained on ``train_size`` vectors (default 50 per cell, and for ivf_pq at
+least 50 per code of a sub-quantizer: 12,800 at 8 bits) drawn with a seed
+from every shard, so a gathered index does not depend on which shard comes first. ``nlist``
+defaults to 4 sqrt(n), at most 4,096 (``NLIST_MAX``). ``memory_bytes`` is a type's index in memory; ``gather_memory_bytes`` and
+``search_memory_bytes`` the jobs that build and search it (the cluster resources of
+``polyrag.retrieval.retrievers`` come from them). Ties in score are ranked by docid
+(``polyrag.retrieval.runs``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -40,11 +57,136 @@ KNOWN_PROMPTS = {
     "intfloat/multilingual-e5-large": ("query: ", "passage: "),
     "BAAI/bge-m3": (None, None),
 }
-INDEX_TYPES = ("flat", "hnsw", "ivf")
 #: Precisions a sentence-transformers encoder runs in (bfloat16/float16: on a GPU; benchmarks/bench_gpu.py).
 ENCODER_DTYPES = ("float32", "bfloat16", "float16")
+#: Vector dimensions of encoders whose cards give them (to size jobs before anything is encoded).
+DIMENSIONS = {"multilingual-e5-small": 384, "intfloat/multilingual-e5-small": 384, "intfloat/multilingual-e5-base": 768,
+              "intfloat/multilingual-e5-large": 1024, "BAAI/bge-m3": 1024}
 HNSW_M, EF_CONSTRUCTION, EF_SEARCH, NPROBE = 32, 40, 128, 16
+#: ivf_pq's defaults: 64 sub-quantizers of 8 bits (64 bytes a vector).
+PQ_M, PQ_NBITS = 64, 8
+#: Cells of ivf and ivf_pq by default: 4 sqrt(n), at most NLIST_MAX. An evaluation searches an index
+#: with a few thousand questions but builds it once, comparing every vector with every cell's
+#: centroid: 22,941 cells (4 sqrt(n) at 33M) would cost a gathering job 5 times the arithmetic of
+#: 4,096, while a question probing 16 of 4,096 cells still reads only 0.4% of the codes.
+NLIST_MAX = 4096
+#: Training vectors per cell (and per code of a PQ sub-quantizer) by default (faiss wants at least 39).
+TRAIN_PER_CELL = 50
 INDEX_FILE, DOCIDS, SETTINGS = "index.faiss", "docids.json", "polyrag_dense.json"
+#: Memory per docid in a job that holds an index's docids: a Python string and its list slot, and its
+#: share of the JSON written or read (measured 90 bytes writing and 143 reading a million MIRACL-like ids).
+DOCID_BYTES = 150
+#: A Python process with numpy and faiss loaded, before any data.
+BASE_BYTES = 1_000_000_000
+
+
+def _ivf_cells(n: int, parameters: dict) -> int:
+    return max(1, min(n, parameters.get("nlist") or min(NLIST_MAX, int(4 * math.sqrt(max(n, 1))))))
+
+
+@dataclass(frozen=True)
+class IndexType:
+    """A faiss index type: its parameters (defaults; None: sized from the vectors), what one vector
+    costs in it and what it holds whatever its size (both in bytes, for dimension d and its
+    resolved parameters), whether it is trained, and how faiss builds it."""
+
+    name: str
+    what: str
+    parameters: dict
+    vector_bytes: Callable[[int, dict], float]
+    fixed_bytes: Callable[[int, dict], float]
+    trained: bool
+    make: Callable[[int, dict], object]
+
+    def resolve(self, n: int, parameters: dict | None = None) -> dict:
+        """Its parameters for ``n`` vectors: the given ones over the defaults, sizes filled in. A
+        parameter another type takes is refused (a config's typo would otherwise be ignored)."""
+        given = dict(parameters or {})
+        unknown = sorted(set(given) - set(self.parameters))
+        if unknown:
+            raise ValueError(f"index type {self.name!r} takes {', '.join(self.parameters) or 'no parameters'}, "
+                             f"not {', '.join(unknown)}")
+        resolved = {**self.parameters, **given}
+        if "nlist" in self.parameters:
+            resolved["nlist"] = _ivf_cells(n, resolved)
+            codes = TRAIN_PER_CELL * 2 ** resolved["nbits"] if "nbits" in resolved else 0  # the codebooks' k-means too
+            resolved["train_size"] = min(n, resolved.get("train_size") or max(TRAIN_PER_CELL * resolved["nlist"], codes))
+        return resolved
+
+    def memory_bytes(self, n: int, dim: int, parameters: dict | None = None) -> int:
+        """The index of ``n`` vectors of ``dim`` in memory (and about its size on disk)."""
+        resolved = self.resolve(n, parameters)
+        return int(n * self.vector_bytes(dim, resolved) + self.fixed_bytes(dim, resolved))
+
+
+def _hnsw(dim: int, p: dict):
+    import faiss
+
+    index = faiss.IndexHNSWFlat(dim, p["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = p["ef_construction"]
+    return index
+
+
+def _ivf(dim: int, p: dict):
+    import faiss
+
+    return faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, p["nlist"], faiss.METRIC_INNER_PRODUCT)
+
+
+def _ivf_pq(dim: int, p: dict):
+    import faiss
+
+    if dim % p["m"]:
+        raise DataError(f"ivf_pq: m={p['m']} sub-quantizers do not divide the vectors' dimension {dim}")
+    return faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, p["nlist"], p["m"], p["nbits"], faiss.METRIC_INNER_PRODUCT)
+
+
+def _flat(dim: int, p: dict):
+    import faiss
+
+    return faiss.IndexFlatIP(dim)
+
+
+#: The one table of dense index types.
+INDEX_TYPES: dict[str, IndexType] = {kind.name: kind for kind in (
+    IndexType("flat", "exact inner product over every vector", {},
+              lambda d, p: 4 * d, lambda d, p: 0, False, _flat),
+    IndexType("hnsw", "graph search (HNSW)", {"hnsw_m": HNSW_M, "ef_construction": EF_CONSTRUCTION, "ef_search": EF_SEARCH},
+              lambda d, p: 4 * d + 2 * p["hnsw_m"] * 4 + 16, lambda d, p: 0, False, _hnsw),  # + level and offset
+    IndexType("ivf", "k-means cells, nprobe searched", {"nlist": None, "nprobe": NPROBE, "train_size": None},
+              lambda d, p: 4 * d + 8, lambda d, p: p["nlist"] * d * 4, True, _ivf),
+    IndexType("ivf_pq", "k-means cells, vectors compressed by product quantization",
+              {"nlist": None, "nprobe": NPROBE, "m": PQ_M, "nbits": PQ_NBITS, "train_size": None},
+              lambda d, p: p["m"] * p["nbits"] / 8 + 8, lambda d, p: p["nlist"] * d * 4 + 2 ** p["nbits"] * d * 4,
+              True, _ivf_pq),
+)}
+
+
+def index_spec(index: str | Mapping) -> tuple[str, dict]:
+    """(type, parameters) of a config's ``index:``, a type's name or ``{type: ..., parameters}``."""
+    if isinstance(index, str):
+        spec = (index, {})
+    else:
+        spec = (index["type"], {k: v for k, v in index.items() if k != "type"})
+    if spec[0] not in INDEX_TYPES:
+        raise ValueError(f"unknown dense index type {spec[0]!r} (one of {', '.join(INDEX_TYPES)})")
+    return spec
+
+
+def gather_memory_bytes(index: str | Mapping, n: int, dim: int, shards: int) -> int:
+    """The gathering job's memory: the index, the largest shard's vectors while they are added, the
+    training sample (ivf, ivf_pq), every docid, and the process itself."""
+    kind, parameters = index_spec(index)
+    resolved = INDEX_TYPES[kind].resolve(n, parameters)
+    training = resolved.get("train_size", 0) * dim * 4 if INDEX_TYPES[kind].trained else 0
+    shard = math.ceil(n / max(shards, 1)) * dim * 4
+    return INDEX_TYPES[kind].memory_bytes(n, dim, parameters) + shard + training + n * DOCID_BYTES + BASE_BYTES
+
+
+def search_memory_bytes(index: str | Mapping, n: int, dim: int) -> int:
+    """A retrieval job's memory, its encoder aside: the index loaded, its docids, the process."""
+    kind, parameters = index_spec(index)
+    return INDEX_TYPES[kind].memory_bytes(n, dim, parameters) + n * DOCID_BYTES + BASE_BYTES
 
 
 class Encoder(Protocol):
@@ -184,10 +326,13 @@ def read_shard(path: str | Path) -> tuple[np.ndarray, dict]:
     return vectors, meta
 
 
-def gather_shards(paths: Sequence[str | Path], index_type: str = "flat", **parameters) -> DenseIndex:
-    """One index of every shard (``paths``: each shard's ``.npy``, any order), added in shard order.
-    Stops when a shard is missing or repeated, shards disagree on the encoder or dimension, or a
-    docid is in two shards."""
+def gather_shards(paths: Sequence[str | Path], index_type: str | Mapping = "flat", seed: int = 0,
+                  **parameters) -> DenseIndex:
+    """One index of every shard (``paths``: each shard's ``.npy``, any order), added in shard order,
+    one shard in memory at a time. ``index_type``: a type's name or a config's ``index:``
+    (``index_spec``); ``ivf`` and ``ivf_pq`` are first trained on a sample of every shard's vectors
+    drawn with ``seed``. Stops when a shard is missing or repeated, shards disagree on the encoder
+    or dimension, or a docid is in two shards."""
     metas = {}
     for path in paths:
         vectors, meta = read_shard(path)
@@ -204,15 +349,34 @@ def gather_shards(paths: Sequence[str | Path], index_type: str = "flat", **param
         if meta["encoder"] != first["encoder"] or meta["n_shards"] != first["n_shards"]:
             raise DataError(f"{path}: encoded by {meta['encoder']} as one of {meta['n_shards']} shards, "
                             f"but {first_path} by {first['encoder']} as one of {first['n_shards']}")
-    index = None
-    for shard in range(first["n_shards"]):
-        path, meta = metas[shard]
+    kind, given = index_spec(index_type)
+    ordered = [metas[shard] for shard in range(first["n_shards"])]
+    n = sum(len(meta["docids"]) for _, meta in ordered)
+    dim = np.load(ordered[0][0], mmap_mode="r").shape[1]
+    index = DenseIndex.empty(dim, kind, encoder=first["encoder"], n=n, **{**given, **parameters})
+    if INDEX_TYPES[kind].trained:
+        index.train(training_sample([path for path, _ in ordered], n, index.settings["train_size"], seed))
+    for path, meta in ordered:
         vectors, _ = read_shard(path)
-        if index is None:
-            index = DenseIndex.empty(vectors.shape[1], index_type, encoder=first["encoder"], **parameters)
         index.add(vectors, meta["docids"], str(path))
+        del vectors
     index.check_docids()
     return index
+
+
+def training_sample(paths: Sequence[Path], n: int, size: int, seed: int) -> np.ndarray:
+    """``size`` of the ``n`` rows of the shards at ``paths`` (in shard order), drawn without
+    replacement with ``seed``, in row order; each shard read through a memory map, so only the
+    sample is held."""
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(size, n), replace=False))
+    parts, start = [], 0
+    for path in paths:
+        vectors = np.load(path, mmap_mode="r")
+        stop = start + len(vectors)
+        mine = rows[(rows >= start) & (rows < stop)] - start
+        parts.append(np.asarray(vectors[mine], dtype=np.float32))
+        start = stop
+    return np.concatenate(parts)
 
 
 class DenseIndex:
@@ -222,50 +386,42 @@ class DenseIndex:
         self.index, self.docids, self.settings = index, docids, settings
 
     @classmethod
-    def empty(cls, dim: int, index_type: str = "flat", encoder: dict | None = None, hnsw_m: int = HNSW_M,
-              ef_construction: int = EF_CONSTRUCTION, ef_search: int = EF_SEARCH, nlist: int | None = None,
-              nprobe: int = NPROBE) -> DenseIndex:
-        """An index to fill with ``add``. ``ivf`` trains on the first vectors added (all of them
-        when built by ``build``; ``nlist`` defaults to 4 sqrt(n) cells of that first batch)."""
-        import faiss
-
+    def empty(cls, dim: int, index_type: str = "flat", encoder: dict | None = None, n: int = 0,
+              **parameters) -> DenseIndex:
+        """An index of ``index_type`` (``INDEX_TYPES``, with its ``parameters``) to fill with
+        ``add``, sized for ``n`` vectors (ivf's and ivf_pq's cells and training sample); a trained
+        type is trained first (``train``)."""
         if index_type not in INDEX_TYPES:
             raise ValueError(f"unknown dense index type {index_type!r} (one of {', '.join(INDEX_TYPES)})")
-        settings = {"index_type": index_type, "dim": dim, "encoder": encoder}
-        if index_type == "flat":
-            index = faiss.IndexFlatIP(dim)
-        elif index_type == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = ef_construction
-            settings.update(hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search)
-        else:
-            index = None  # built at the first add, when nlist can be sized
-            settings.update(nlist=nlist, nprobe=nprobe)
-        return cls(index, [], settings)
+        kind = INDEX_TYPES[index_type]
+        resolved = kind.resolve(n, parameters)
+        return cls(kind.make(dim, resolved), [], {"index_type": index_type, "dim": dim, "encoder": encoder, **resolved})
 
     @classmethod
     def build(cls, vectors: np.ndarray, docids: Sequence[str], index_type: str = "flat", encoder: dict | None = None,
-              **parameters) -> DenseIndex:
-        index = cls.empty(np.shape(vectors)[1], index_type, encoder=encoder, **parameters)
+              seed: int = 0, **parameters) -> DenseIndex:
+        """The index of ``vectors`` in one go (a trained type: trained on a sample drawn with ``seed``)."""
+        index = cls.empty(np.shape(vectors)[1], index_type, encoder=encoder, n=len(vectors), **parameters)
+        if INDEX_TYPES[index_type].trained:
+            size = index.settings["train_size"]
+            rows = np.sort(np.random.default_rng(seed).choice(len(vectors), size=size, replace=False))
+            index.train(np.asarray(vectors)[rows])
         index.add(vectors, docids, "the vectors")
         index.check_docids()
         return index
 
-    def add(self, vectors: np.ndarray, docids: Sequence[str], source: str) -> None:
-        import faiss
+    def train(self, vectors: np.ndarray) -> None:
+        """Train the cells (and codebooks) on ``vectors`` (k-means seeded by faiss: deterministic)."""
+        self.index.train(unit_rows(vectors, "the training sample"))
 
+    def add(self, vectors: np.ndarray, docids: Sequence[str], source: str) -> None:
         vectors = unit_rows(vectors, source)
         if vectors.shape[1] != self.settings["dim"]:
             raise DataError(f"{source}: vectors of dimension {vectors.shape[1]}, the index's is {self.settings['dim']}")
         if len(vectors) != len(docids):
             raise DataError(f"{source}: {len(vectors)} vectors for {len(docids)} docids")
-        if self.index is None:  # ivf: cells from the first vectors (k-means seeded by faiss: deterministic)
-            nlist = self.settings["nlist"] or max(1, int(4 * math.sqrt(len(vectors))))
-            nlist = min(nlist, len(vectors))
-            self.index = faiss.IndexIVFFlat(faiss.IndexFlatIP(vectors.shape[1]), vectors.shape[1], nlist,
-                                            faiss.METRIC_INNER_PRODUCT)
-            self.index.train(vectors)
-            self.settings["nlist"] = nlist
+        if not self.index.is_trained:
+            raise ValueError(f"a {self.settings['index_type']} index is trained before vectors are added (train)")
         self.index.add(vectors)
         self.docids.extend(str(d) for d in docids)
 
@@ -302,7 +458,7 @@ class DenseIndex:
         """(scores, rows) of the top ``k`` per query vector; row -1 where fewer were found."""
         if self.settings["index_type"] == "hnsw":
             self.index.hnsw.efSearch = max(self.settings["ef_search"], k)
-        elif self.settings["index_type"] == "ivf":
+        elif "nprobe" in self.settings:  # ivf, ivf_pq
             self.index.nprobe = self.settings["nprobe"]
         return self.index.search(unit_rows(queries, "the queries"), min(k, len(self.docids)))
 
@@ -325,6 +481,16 @@ def build_index(corpus: pd.DataFrame, encoder: Encoder, index_type: str = "flat"
     """The index of a whole corpus in one process (a small corpus; a large one goes by shards)."""
     vectors = encode_shard(corpus, 0, 1, encoder)
     return DenseIndex.build(vectors, shard_docids(corpus, 0, 1), index_type, encoder=encoder.spec(), **parameters)
+
+
+def encode_corpus_shard(path: str | Path, shard: int, n_shards: int, encoder: Encoder) -> tuple[np.ndarray, list[str]]:
+    """Shard ``shard`` of ``n_shards`` of a corpus file written by the workflow: its vectors and
+    docids, reading only the row groups its rows span (a shard of 33M passages holds its own)."""
+    from polyrag.retrieval.corpus import corpus_size, read_corpus_rows
+
+    start, stop = shard_bounds(corpus_size(path), shard, n_shards)
+    part = read_corpus_rows(path, start, stop)
+    return encode_shard(part, 0, 1, encoder), shard_docids(part, 0, 1)
 
 
 def threads(count: int) -> None:

@@ -25,6 +25,11 @@ pytrec_eval (trec_eval 9) computes the first four, at relevance level 1:
   than 10 leaves positions that count as neither). It says how much of a metric rests on
   passages nobody judged: pytrec_eval counts them non-relevant, like judged 0s, and this module
   never counts them relevant. :func:`unjudged_at_k` also gives ``Judged@k``.
+- ``InLanguage@10`` (given each retrieved passage's language): the share of the first 10 positions
+  holding a passage in the question's language, over 10 as ``Unjudged@10``. A run over the
+  question's own corpus scores 1 wherever it retrieved 10; over another language's 0; over a pooled
+  corpus it says how much of what a generator would read is in the question's language (BERGEN's
+  multilingual datastores).
 
 pytrec_eval sorts a question's documents by score and breaks ties by docid *descending*, so it is
 given each document's -position as its score: the run's own order is what is evaluated, whatever
@@ -106,6 +111,8 @@ MEASURES = tuple(PYTREC_MEASURES)
 #: the run is cut here before pytrec_eval sees it: the deepest cutoff of MEASURES (MRR@100)
 DEPTH = 100
 RUN_COLUMNS = ["query_id", "docid", "rank", "score"]
+#: The share of the first 10 retrieved in the question's language (given the passages' languages).
+IN_LANGUAGE = "InLanguage@10"
 PER_QUERY_COLUMNS = ["lang", "query_id", "measure", "value", "has_relevant", "in_run"]
 ALL_LANGUAGES = "all"
 
@@ -182,13 +189,22 @@ def unjudged_at_k(run: pd.DataFrame, qrels: dict[str, dict[str, int]], k: int = 
 
 
 def per_query_metrics(run: pd.DataFrame, qrels: dict[str, dict[str, int]], lang: str,
-                      unjudged_at: int = 10) -> pd.DataFrame:
+                      unjudged_at: int = 10, languages=None) -> pd.DataFrame:
     """The measures of ``run`` against ``qrels`` for one language, one row per (question,
     measure): ``lang, query_id, measure, value, has_relevant, in_run``. Measures: ``MEASURES``
-    and ``Unjudged@{unjudged_at}``. A question without a relevant document has NaN values
-    (``has_relevant`` false); one the run did not retrieve for scores 0 (``in_run`` false)."""
+    and ``Unjudged@{unjudged_at}``, and ``InLanguage@10`` when ``languages`` gives each row of the
+    run its passage's language (``corpus.question_docids``), the question's being ``lang``. A
+    question without a relevant document has NaN values (``has_relevant`` false); one the run did
+    not retrieve for scores 0 (``in_run`` false)."""
     check_qrels(qrels)
     ranked = ranked_docids(run)
+    in_language = None
+    if languages is not None:
+        if len(languages) != len(run):
+            raise DataError(f"run: {len(languages)} passage languages for {len(run)} rows")
+        shown = run.assign(_same=[language == lang for language in languages])
+        shown = shown.sort_values(["query_id", "rank"], kind="stable")
+        in_language = shown.groupby("query_id", sort=False)["_same"].agg(lambda same: same.iloc[:10].sum() / 10)
     questions = sorted(set(qrels) | set(ranked))
     with_relevant = {query: qrels[query] for query in questions
                      if query in qrels and has_relevant_document(qrels[query])}
@@ -201,6 +217,8 @@ def per_query_metrics(run: pd.DataFrame, qrels: dict[str, dict[str, int]], lang:
             value = scores.get(query, {}).get(name, 0.0) if relevant else np.nan
             rows.append((lang, query, measure, value, relevant, in_run))
         rows.append((lang, query, f"Unjudged@{unjudged_at}", unjudged[query], relevant, in_run))
+        if in_language is not None:
+            rows.append((lang, query, IN_LANGUAGE, float(in_language.get(query, 0.0)), relevant, in_run))
     return pd.DataFrame(rows, columns=PER_QUERY_COLUMNS)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from polyrag.errors import DataError
+from polyrag.retrieval.corpus import question_docids
 from polyrag.systems.passages import as_passage
 
 
@@ -32,11 +33,13 @@ def qrels_of(records: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], top_k: int,
-                 source: str) -> list[dict]:
+                 source: str, lang: str | None = None, corpus_lang: str | None = None) -> list[dict]:
     """One row per question: ``query_id`` and ``passages``, the run's first ``top_k`` (docid, title,
     text), in rank order, the rows a passage file holds (``systems.answer_files``). A question the run
     retrieved nothing for is given no passages (and counted by the caller's log); a docid missing from
-    the corpus stops, naming ``source``."""
+    the corpus stops, naming ``source``. A run over a pooled corpus (``corpus_lang`` pooled) gives
+    the passages of the question's language ``lang`` without their prefix, as its labels name them
+    (``corpus.question_docids``), so that citations and judges find them judged."""
     head = run[run["rank"] <= top_k].sort_values(["query_id", "rank"])
     by_docid = corpus.set_index("docid")
     missing = sorted(set(head["docid"]) - set(by_docid.index))
@@ -46,7 +49,8 @@ def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], t
     rows = []
     for record in records:
         docids = ranked.get(str(record["query_id"]), [])
-        passages = [as_passage({"docid": docid, "title": by_docid.at[docid, "title"], "text": by_docid.at[docid, "text"]})
-                    for docid in docids]
+        named = question_docids(docids, lang, corpus_lang)[0] if corpus_lang is not None else docids
+        passages = [as_passage({"docid": name, "title": by_docid.at[docid, "title"], "text": by_docid.at[docid, "text"]})
+                    for docid, name in zip(docids, named)]
         rows.append({"query_id": str(record["query_id"]), "passages": passages})
     return rows

@@ -9,8 +9,9 @@ question's. What a system is given, a model entry's ``passages:``:
 - ``oracle``: only the relevant ones, in their order (the oracle baseline, the teacher's prompt);
 - ``closed_book``: none (the closed-book baseline).
 
-An answer file may also carry passages of source ``file`` (a user's own system) or, later,
-``retriever:<name>``. The relevance of a docid comes from the question's labels: the docids of the
+An answer records where its passages came from (``passage_source``, decided once for a model by
+``polyrag.config.queries.passage_source``): one of the modes above, ``retrieved`` (a retrieved
+system's, ``systems:``: its run's first top_k) or ``file`` (a user's own file). The relevance of a docid comes from the question's labels: the docids of the
 question's passages are the judged ones (MIRACL's passages in a record are its judged passages; the
 demo's and XQuAD's distractors are non-relevant by construction), ``relevant_docids`` the relevant
 ones among them. A docid outside the question's passages was judged by nobody: it is *unjudged*
@@ -27,6 +28,8 @@ from polyrag.errors import DataError
 QUESTION, ORACLE, CLOSED_BOOK = "question", "oracle", "closed_book"
 #: ``passage_source`` of passages read from a file: a system's answer file, or a model's ``passages: {file}``.
 FILE = "file"
+#: ``passage_source`` of a retrieved system's passages (``systems:``), though generation reads them from its passage file.
+RETRIEVED = "retrieved"
 #: What a model entry's ``passages:`` may say; the answer's ``passage_source`` is the same word.
 PASSAGE_MODES = (QUESTION, ORACLE, CLOSED_BOOK)
 DEFAULT_MODE = QUESTION

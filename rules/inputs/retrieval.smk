@@ -1,5 +1,8 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
-from polyrag.config.retrieval import SYSTEM_PASSAGES, corpus_language, retrieval_resources, run_name, system_runs
+from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
+                                      corpus_language, index_job_resources, retrieval_resources, run_name, run_path,
+                                      system_runs)
+from polyrag.retrieval.corpus import POOLED
 
 
 RETRIEVAL = config["retrieval"]
@@ -9,16 +12,17 @@ RERANKERS = RETRIEVAL["rerankers"] if RETRIEVAL else {}
 SYSTEMS = config["systems"]
 BM25_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "bm25"]
 DENSE_RETRIEVERS = [name for name, entry in RETRIEVERS.items() if entry["kind"] == "dense"]
-# A run: a retriever's, or a retriever's reranked ({retriever}+{reranker}); every retriever's runs are
+# A run: a retriever's, or a retriever's reranked (named by run_name); every retriever's runs are
 # scored, reranked runs where a system reads them.
-RUNS = list(dict.fromkeys(list(RETRIEVERS) + [run_name(*run) for run in system_runs(config)]))
+RUN_RETRIEVERS = {**{name: name for name in RETRIEVERS}, **{run_name(*run): run[0] for run in system_runs(config)}}
+RUNS = list(RUN_RETRIEVERS)
 # The corpus of one language (any language a retriever reads, which a cross-lingual one may take
 # outside `languages`), chunked; one index per retriever and corpus language.
 CORPUS = "results/retrieval/corpora/{corpus}/{corpus_lang}.parquet"
+POOLED_CORPUS = CORPUS.replace("{corpus_lang}", POOLED)
 BM25_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/bm25"
 DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy"
 DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
-RUN = "results/retrieval/runs/{run}/{lang}.parquet"
 RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
 # The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
 DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir": f"{workflow.basedir}/resources/xquad"}
@@ -30,6 +34,28 @@ def retriever_entry(wildcards):
 
 def reranker_entry(wildcards):
     return RERANKERS[wildcards.reranker]
+
+
+def pooled_corpora(wildcards):
+    """The corpora of a pooled corpus's languages, in its order."""
+    return [CORPUS.format(corpus=wildcards.corpus, corpus_lang=lang) for lang in RETRIEVAL["corpora"][wildcards.corpus]["languages"]]
+
+
+def index_resource(name, job):
+    """One cluster resource of a retriever's index job (bm25, encode, gather, retrieve), sized from its
+    corpus (config.retrieval.index_job_resources); a retrieval job's corpus language is its questions'."""
+
+    def get(wildcards, attempt):
+        corpus_lang = getattr(wildcards, "corpus_lang", None) or corpus_language(config, wildcards.retriever, wildcards.lang)
+        return index_job_resources(config, wildcards.retriever, corpus_lang, job, attempt)[name]
+
+    return get
+
+
+def corpus_resource(name):
+    return lambda wildcards, attempt: corpus_job_resources(
+        config, wildcards.corpus, getattr(wildcards, "corpus_lang", POOLED), attempt
+    )[name]
 
 
 def retriever_corpus(wildcards):

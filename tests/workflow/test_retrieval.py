@@ -82,6 +82,7 @@ def test_runs_metrics_and_the_systems_passages(retrieved):
         for name, (retriever, k) in SYSTEMS.items():
             run = read_run(workdir / f"results/retrieval/runs/{retriever}/{lang}.parquet")
             answers = pd.read_parquet(workdir / f"results/answers/{name}/{lang}.parquet")
+            assert (answers["passage_source"] == "retrieved").all()  # as the leaderboard's passages column says
             for query_id, passages in zip(answers["query_id"], answers["passages"]):
                 expected = run[(run.query_id == query_id) & (run["rank"] <= k)].sort_values("rank").docid.tolist()
                 assert [p["docid"] for p in passages] == expected
@@ -127,3 +128,45 @@ def test_a_new_system_on_an_existing_run_adds_only_its_own_jobs(retrieved, repo)
     assert jobs["system_passages"] == 2 and jobs["generate_answers"] == 1, jobs
     assert not {"retrieval_corpus", "bm25_index", "encode_dense_shard", "dense_index", "retrieve",
                 "retrieval_metrics", "retrieval_leaderboard"} & set(jobs), jobs
+
+
+def test_a_pooled_corpus_of_four_languages_is_one_index_scored_as_each_question_names_its_passages(repo, tmp_path):
+    """The demo's en, de, hi and zh corpora pooled (docids en:..., de:...), one BM25 index every
+    question searches: the metrics and a system's passages name a question's own-language passages
+    as its labels do (no prefix), other languages' with theirs, and InLanguage@10 is the share of
+    the first 10 in the question's language, worked out here from the run."""
+    languages = ["en", "de", "hi", "zh"]
+    config = retrieval_config(repo, tmp_path)
+    config["languages"] = languages
+    config["retrieval"] = {"corpora": {"pool": {"source": "demo", "languages": languages}},
+                           "retrievers": {"bm25-pool": {"kind": "bm25", "corpus": "pool"}},
+                           "intervals": {"bootstrap": 200}}
+    config["systems"] = {"mock-pool-5": {"generator": "mock-grounded", "retriever": "bm25-pool", "top_k": 5}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    targets = ["results/retrieval/leaderboard.csv", *(f"results/retrieval/passages/mock-pool-5/{lang}.parquet"
+                                                      for lang in languages)]
+    result = snakemake(repo, tmp_path, "--cores", "2", *targets)
+    assert result.returncode == 0, result.stderr[-3000:]
+    pooled = pd.read_parquet(tmp_path / "results/retrieval/corpora/pool/pooled.parquet")
+    assert {d.split(":")[0] for d in pooled["docid"]} == set(languages) and pooled["docid"].is_unique
+    assert (tmp_path / "results/retrieval/indexes/bm25-pool/pooled/bm25").is_dir()  # one index
+    assert not (tmp_path / "results/retrieval/indexes/bm25-pool/en").exists()
+    board = pd.read_csv(tmp_path / "results/retrieval/leaderboard.csv", keep_default_na=False, na_values=[""])
+    for lang in languages:
+        run = read_run(tmp_path / f"results/retrieval/runs/bm25-pool/{lang}.parquet")
+        questions = pd.read_parquet(tmp_path / f"results/data/{lang}.parquet")
+        relevant = questions.set_index("query_id")["relevant_docids"].map(set)
+        first = run[run["rank"] <= 10]
+        share = [(first[first.query_id == q].docid.str.split(":").str[0] == lang).sum() / 10 for q in questions["query_id"]]
+        own = run.assign(docid=[d.split(":", 1)[1] if d.startswith(f"{lang}:") else d for d in run["docid"]])
+        recall = [len(set(own[(own.query_id == q) & (own["rank"] <= 5)].docid) & relevant[q]) / len(relevant[q])
+                  for q in questions["query_id"]]
+        row = board[(board.system == "bm25-pool") & (board.lang == lang)].iloc[0]
+        assert row["InLanguage@10"] == pytest.approx(sum(share) / len(share))
+        assert row["Recall@5"] == pytest.approx(sum(recall) / len(recall)) and row["Recall@5"] > 0
+        passages = pd.read_parquet(tmp_path / f"results/retrieval/passages/mock-pool-5/{lang}.parquet")
+        for query_id, given in zip(passages["query_id"], passages["passages"]):
+            expected = own[(own.query_id == query_id) & (own["rank"] <= 5)].sort_values("rank").docid.tolist()
+            assert [p["docid"] for p in given] == expected
+    # Chinese questions, tokenized as Chinese (bigrams), find Chinese passages first
+    assert board.set_index(["system", "lang"]).loc[("bm25-pool", "zh"), "InLanguage@10"] > 0.5
