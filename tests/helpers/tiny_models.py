@@ -30,13 +30,13 @@ def pair_tokenizer() -> PreTrainedTokenizerFast:
                                    cls_token="[CLS]", sep_token="[SEP]")
 
 
-def sequence_classifier(path: Path, id2label: dict[int, str]) -> Path:
-    """A 2-layer BERT pair classifier saved to ``path``."""
+def sequence_classifier(path: Path, id2label: dict[int, str], max_positions: int = 128) -> Path:
+    """A 2-layer BERT pair classifier saved to ``path`` (``max_positions``: the longest pair it reads)."""
     import torch
 
     tokenizer = pair_tokenizer()
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=len(id2label),
+                        intermediate_size=64, max_position_embeddings=max_positions, num_labels=len(id2label),
                         id2label=id2label, label2id={v: k for k, v in id2label.items()},
                         pad_token_id=tokenizer.pad_token_id)
     torch.manual_seed(0)

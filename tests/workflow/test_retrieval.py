@@ -4,7 +4,7 @@ cross-lingual datastore), runs scored against the questions' labels, and grounde
 given each run's first passages. A grounded mock is right exactly when a relevant passage is among
 those given, so the arena must rank the systems by the share of questions their retriever put a
 relevant passage in the top k for (read here from the runs themselves), between the closed-book
-and oracle baselines."""
+and oracle baselines. A cross-encoder (a tiny one built here) reranks BM25's first 5 for one system."""
 
 from __future__ import annotations
 
@@ -18,10 +18,17 @@ from tests.helpers.workflow import scheduled_jobs, snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
-SYSTEMS = {"mock-bm25-3": ("bm25", 3), "mock-e5-1": ("e5-en", 1), "mock-bm25-1": ("bm25", 1)}
+SYSTEMS = {"mock-bm25-3": ("bm25", 3), "mock-e5-1": ("e5-en", 1), "mock-bm25-1": ("bm25", 1),
+           "mock-bm25-tiny-1": ("bm25+tiny-ce", 1)}
+TOP_N = 5  # the first stage's passages the cross-encoder reranks
 
 
 def retrieval_config(repo, tmp_path):
+    from tests.helpers.tiny_models import sequence_classifier
+
+    cross_encoder = tmp_path / "cross-encoder"
+    if not cross_encoder.exists():
+        sequence_classifier(cross_encoder, {0: "LABEL_0"}, max_positions=512)
     return {
         "languages": ["en", "de"], "seed": 42, "cache_dir": str(tmp_path / "cache"),
         "data": {"source": "demo", "dir": str(repo / "resources" / "demo"), "max_questions": 12, "arena_queries": 12},
@@ -33,9 +40,12 @@ def retrieval_config(repo, tmp_path):
                       "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
                                      "e5-en": {"kind": "dense", "corpus": "demo", "model": "multilingual-e5-small",
                                                "corpus_language": "en", "shards": 2, "resources": {"gpu": 0}}},
+                      "rerankers": {"tiny-ce": {"kind": "cross_encoder", "model": str(cross_encoder), "top_n": TOP_N,
+                                                "resources": {"gpu": 0}}},
                       "intervals": {"bootstrap": 200}},
-        "systems": {name: {"generator": "mock-grounded", "retriever": retriever, "top_k": k}
-                    for name, (retriever, k) in SYSTEMS.items()},
+        "systems": {name: {"generator": "mock-grounded", "retriever": run.split("+")[0], "top_k": k,
+                           "reranker": run.split("+")[1] if "+" in run else None}
+                    for name, (run, k) in SYSTEMS.items()},
         "checks": {"passage_order": True},
     }
 
@@ -88,6 +98,40 @@ def test_runs_metrics_and_the_systems_passages(retrieved):
                 assert [p["docid"] for p in passages] == expected
                 if retriever == "bm25":  # the question's own corpus
                     assert [p["text"] for p in passages] == corpus.loc[expected, "text"].tolist()
+
+
+def test_the_cross_encoder_reorders_the_first_stages_top_n_by_its_own_scores(retrieved):
+    """The reranked run holds BM25's first TOP_N per question, in the order of the model's logits
+    computed here with transformers alone on (question, passage contents), ties by docid."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from polyrag.retrieval.corpus import corpus_texts
+
+    workdir, config = retrieved
+    path = config["retrieval"]["rerankers"]["tiny-ce"]["model"]
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    reordered = 0
+    for lang in config["languages"]:
+        first = read_run(workdir / f"results/retrieval/runs/bm25/{lang}.parquet")
+        reranked = read_run(workdir / f"results/retrieval/runs/bm25+tiny-ce/{lang}.parquet")
+        questions = pd.read_parquet(workdir / f"results/data/{lang}.parquet").set_index("query_id")["query"]
+        texts = corpus_texts(pd.read_parquet(workdir / f"results/retrieval/corpora/demo/{lang}.parquet"), first["docid"])
+        for query_id, head in first[first["rank"] <= TOP_N].groupby("query_id"):
+            docids = head.sort_values("rank")["docid"].tolist()
+            with torch.no_grad():
+                batch = tokenizer([questions[query_id]] * len(docids), [texts[d] for d in docids], padding=True,
+                                  truncation=True, max_length=512, return_tensors="pt")
+                logits = model(**batch).logits[:, 0].tolist()
+            expected = [d for _, d in sorted(zip([-x for x in logits], docids))]
+            mine = reranked[reranked.query_id == query_id].sort_values("rank")
+            assert mine["docid"].tolist() == expected and mine["rank"].tolist() == list(range(1, len(docids) + 1))
+            reordered += expected != docids
+        answers = pd.read_parquet(workdir / f"results/answers/mock-bm25-tiny-1/{lang}.parquet")
+        top = reranked[reranked["rank"] == 1].set_index("query_id")["docid"]
+        assert [[p["docid"] for p in given] for given in answers["passages"]] == [[top[q]] for q in answers["query_id"]]
+    assert reordered > 0  # the model did reorder some question's passages
 
 
 def test_the_arena_ranks_retrieved_systems_by_their_retrievers_hits(retrieved):
