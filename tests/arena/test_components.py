@@ -11,7 +11,7 @@ from scipy.optimize import minimize
 from scipy.stats import binom
 
 from polyrag.arena import components as C
-from polyrag.arena.bradley_terry import fit_logits
+from polyrag.arena.bradley_terry import critical_value, fit_logits
 from polyrag.arena.games import question_win_matrices, win_matrix
 from polyrag.errors import DataError
 from tests.helpers.arena import simulate_clustered_games, simulate_games
@@ -235,3 +235,31 @@ def test_the_report_note_and_the_table_read_back(tmp_path):
     note = C.report_note(summary | {"judge": "reference", "languages": ["en", "de"]})
     assert note.startswith(summary["verdict"][0].upper() + summary["verdict"][1:])
     assert "F = " in note and "on 1 and 11 df" in note and "12 questions in en, de" in note
+
+
+def test_the_spread_interval_is_the_folded_interval_of_two_levels_difference():
+    rng = np.random.default_rng(12)
+    samples = rng.normal([0.4, -0.4], 0.2, (200, 2))
+    plug_in, corrected, low, high = C.spread_with_interval(np.array([0.4, -0.4]), samples, np.array([20, 20]), 0.95)
+    half = critical_value(20, 0.025) * (samples[:, 0] - samples[:, 1]).std(ddof=1)
+    assert plug_in == pytest.approx(0.8) and (low, high) == pytest.approx((0.8 - half, 0.8 + half))
+    assert low <= corrected <= high
+    assert C.spread_with_interval(np.array([0.0]), samples[:, :1], np.array([20]), 0.95) == (0, 0, 0, 0)
+
+
+def test_the_spread_interval_holds_a_spread_of_zero_where_the_plug_in_interval_does_not():
+    """Three levels without effect, their estimates and bootstrap draws normal around the truth
+    (sd 0.3, 20 questions): the interval holds the true spread 0 at least 95% of the time (within
+    the binomial 99.9% band of 1,000 draws); a t interval of the bootstrap ranges around the plug-in
+    range would not (it held 0.84 in BT arenas of 12 questions)."""
+    rng = np.random.default_rng(13)
+    held, plug_in_held = [], []
+    for _ in range(1000):
+        point = rng.normal(0, 0.3, 3)
+        samples = point + rng.normal(0, 0.3, (200, 3))
+        _, _, low, _ = C.spread_with_interval(point, samples, np.array([20, 20, 20]), 0.95)
+        held.append(low == 0)
+        ranges = C.spread(samples)
+        plug_in_held.append(C.spread(point) - critical_value(20, 0.025) * ranges.std(ddof=1) <= 0)
+    assert np.mean(held) >= binom.ppf(0.001, 1000, 0.95) / 1000, np.mean(held)
+    assert np.mean(plug_in_held) < 0.9
