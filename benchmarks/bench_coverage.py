@@ -755,8 +755,10 @@ def named_rows(results: pd.DataFrame, base: dict) -> list[dict]:
             continue
         row = base | {"estimator": f"{base['estimator']}: {name}"}
         if kind == "covered":
-            rows.append(row | {"coverage": results[column].mean(), "mean_width": results.get(f"width: {name}", np.nan).mean(),
-                               "power": results[f"claimed: {name}"].mean() if f"claimed: {name}" in results else np.nan})
+            width, claimed = results.get(f"width: {name}"), results.get(f"claimed: {name}")
+            rows.append(row | {"coverage": results[column].mean(),
+                               "mean_width": np.nan if width is None else width.mean(),
+                               "power": np.nan if claimed is None else claimed.mean()})
         else:
             rows.append(row | {"nominal": 0.05, "null_rejection": results[column].mean(),
                                "power": results[f"effect: {name}"].mean()})

@@ -8,7 +8,7 @@ generator effect:
     strength(system) = passages_effect[passages(system)] + generator_effect[generator(system)]
     P(a beats b)     = 1 / (1 + exp(strength_b - strength_a))
 
-A system's *passages* (its passage source, ``polyrag.config.queries.passage_source``) is its
+A system's *passages* (its passage source, ``polyrag.config.queries.passage_sources``) is its
 retrieval run and depth (``bm25@5``, ``e5+bge@3``), a baseline's mode (``closed_book``,
 ``oracle``), ``question`` (the question's own passages) or ``file:...`` (a passage file); its
 generator is the model that answers. Games are the arena's (``polyrag.arena.games``): a tie is
@@ -54,8 +54,10 @@ of one question are correlated, so a likelihood ratio against chi-square(df) rej
 (measured in the benchmark); the test is a cluster-robust Wald test: the covariance of the full
 fit's strengths from the question-clustered sandwich (scores summed per question, times q/(q-1)),
 and Hotelling's small-sample F(df, q - df) for a covariance estimated from q clusters. With df = 0
-(the design has no cycle: every system is its own (passages, generator) cell and no two generators
-share two passage sources) the additive model fits every system exactly and no test is possible.
+(the bipartite graph of the design has no cycle, e.g. 2 x 2 with a cell missing: each system is the
+only link between its passages and its generator) the additive model fits every system exactly and
+no test is possible; two systems in one cell make a cycle (the test then also asks whether they
+are equal).
 """
 
 from __future__ import annotations
@@ -66,8 +68,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import fdtrc
 
-from polyrag.arena.bradley_terry import (bootstrap_interval, critical_value, fit_logits, fit_logits_batch,
-                                        tournament_counts)
+from polyrag.arena.bradley_terry import bootstrap_interval, critical_value, fit_logits, tournament_counts
 from polyrag.arena.games import question_win_matrices, tally
 from polyrag.errors import DataError
 
@@ -75,8 +76,8 @@ from polyrag.errors import DataError
 PASSAGES, GENERATOR = "passages", "generator"
 FACTORS = (PASSAGES, GENERATOR)
 TABLE_COLUMNS = ["factor", "level", "effect", "ci_low", "ci_high", "n_systems", "questions", "systems"]
-NO_TEST = ("no test possible: the design has no cycle (every system is its own (passages, generator) cell and "
-           "no two generators share two passage sources), so the additive model fits every system exactly")
+NO_TEST = ("no test possible: the systems' (passages, generator) pairs form no cycle (each system is the only link "
+           "between its passages and its generator), so the additive model fits every system exactly")
 
 
 # --- the design ------------------------------------------------------------------------------
@@ -417,7 +418,8 @@ def report_note(summary: dict) -> str:
     if summary["interaction_p_value"] is not None:
         test = (f" (F = {summary['interaction_statistic']:.2f} on {summary['interaction_df']} and "
                 f"{summary['interaction_df_denominator']} df, p = {summary['interaction_p_value']:.3f})")
-    return (f"{summary['verdict'][0].upper()}{summary['verdict'][1:]}. Interaction: {summary['interaction_note']}{test}. "
+    verdict_line = summary["verdict"][0].upper() + summary["verdict"][1:]
+    return (f"{verdict_line}. Interaction: {summary['interaction_note']}{test}. "
             f"Judge {summary['judge']}, {summary['n_questions']} questions in {', '.join(summary['languages'])}; a "
             "system's strength is its passages' effect plus its generator's (logits, 95% intervals; spreads "
             "bias-corrected; docs/arena.md).")

@@ -44,7 +44,8 @@ def direct_maximum_likelihood(games, cells, penalty):
     def objective(effects):
         theta = design.matrix @ effects
         diff = theta[a] - theta[b]
-        return (share * np.logaddexp(0, -diff) + (1 - share) * np.logaddexp(0, diff)).sum() + penalty * effects @ effects
+        fit = (share * np.logaddexp(0, -diff) + (1 - share) * np.logaddexp(0, diff)).sum()
+        return fit + penalty * effects @ effects
 
     found = minimize(objective, np.zeros(design.matrix.shape[1]), method="BFGS", options={"gtol": 1e-9}).x
     return C.centre_by_factor(found, len(design.passages))
@@ -178,7 +179,8 @@ def test_a_design_without_a_cycle_says_no_test_is_possible():
     games = simulate_clustered_games(additive(tree, PASSAGES, GENERATORS), 12, rng)
     table, summary = C.component_effects(games, tree, 0.01, 50, rng)
     assert summary["interaction_df"] == 0 and summary["interaction_p_value"] is None
-    assert summary["interaction_note"].startswith("no test possible: the design has no cycle")
+    assert summary["interaction_note"].startswith(
+        "no test possible: the systems' (passages, generator) pairs form no cycle")
     assert len(table) == 4 and np.isfinite(table[["effect", "ci_low", "ci_high"]].to_numpy()).all()
 
 
@@ -214,7 +216,7 @@ def test_strata_are_resampled_within_themselves_and_games_of_other_systems_are_l
     assert (counts[:, :5].sum(axis=1) == 5).all() and (counts[:, 5:].sum(axis=1) == 7).all()
     rng = np.random.default_rng(10)
     strengths = {**additive(CELLS, PASSAGES, GENERATORS), "other": 2.0}
-    games = pd.concat([simulate_games(strengths, 6, rng).assign(query_id=lambda f, lang=lang: lang + ":" + f["query_id"])
+    games = pd.concat([simulate_games(strengths, 6, rng).assign(query_id=lambda f, lang=lang: lang + ":" + f.query_id)
                        for lang in ("en", "de")], ignore_index=True)
     by_question = {q: q.split(":")[0] for q in games["query_id"].unique()}
     first = C.component_effects(games, CELLS, 0.01, 30, np.random.default_rng(1), strata=by_question)

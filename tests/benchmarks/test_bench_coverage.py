@@ -99,9 +99,9 @@ def test_component_effects_cover_with_a_cell_missing_and_a_factor_without_effect
     plug-in range is biased upward), 12 questions clustered by their answers: the effects' and the
     spreads' intervals hold, and the interaction test rejects an additive arena at most as often as
     a level-0.05 test may while finding a cell 1 logit off its parts' sum more often than that."""
-    rows = {row["estimator"]: row for row in run(
-        "component effects", "polyrag", "3 generators x 2 passages, one cell missing, passages without effect (spread 0), "
-        "generator spread 1.6, 12 questions")}
+    setting = ("3 generators x 2 passages, one cell missing, passages without effect (spread 0), generator spread 1.6, "
+               "12 questions")
+    rows = {row["estimator"]: row for row in run("component effects", "polyrag", setting)}
     assert_covers(rows["component effects"]["coverage"])
     spreads = [row for name, row in rows.items() if ": spread (" in name]
     assert len(spreads) == 2 and all(row["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS for row in spreads)

@@ -23,7 +23,8 @@ def config(repo, monkeypatch):
         "models": {
             "gen-a": {"backend": "mock", "grounded": True, "passages": {"file": RECALL_83},
                       "baselines": ["closed_book", "oracle"]},
-            "gen-b": {"backend": "mock", "grounded": True, "passages": {"file": RECALL_83}, "baselines": ["closed_book"]},
+            "gen-b": {"backend": "mock", "grounded": True, "passages": {"file": RECALL_83},
+                      "baselines": ["closed_book"]},
             "gen-c": {"backend": "mock", "error_rate": 0.2},
         },
         "judges": {"reference": {"backend": "reference"}},
@@ -49,7 +50,8 @@ def test_each_models_passage_source(config, repo, tmp_path):
     elsewhere.mkdir()
     for lang in config["languages"]:
         shutil.copy(repo / RECALL_83.format(lang=lang), elsewhere / f"{lang}.jsonl")
-    config["models"]["gen-c"] = {"backend": "mock", "grounded": True, "passages": {"file": f"{elsewhere}/{{lang}}.jsonl"}}
+    config["models"]["gen-c"] = {"backend": "mock", "grounded": True,
+                                 "passages": {"file": f"{elsewhere}/{{lang}}.jsonl"}}
     sources = passage_sources(check(config, repo))
     assert sources["gen-c"] == f"file:{elsewhere}/{{lang}}.jsonl" and sources["gen-a"] == f"file:{RECALL_83}"
 
