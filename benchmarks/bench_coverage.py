@@ -608,7 +608,9 @@ COMPONENT_EFFECTS = {  # (passages effects, generator effects)
                                                                  {"g0": 0.8, "g1": 0.0, "g2": -0.8}),
     "no effect at all": ({"p0": 0.0, "p1": 0.0}, {"g0": 0.0, "g1": 0.0, "g2": 0.0}),
 }
-COMPONENT_INTERACTION = {"g2_p0": 1.0}  # the power arena: one cell 1 logit better than its parts say
+# The power arena: one cell 1 logit better than its parts say, on the design's cycle (g2's lone cell
+# in the design with a cell missing would be absorbed by g2's own effect: no test can see it).
+COMPONENT_INTERACTION = {"g1_p1": 1.0}
 COMPONENT_ANSWER_SD, COMPONENT_TIES = 0.5, 0.1  # each answer's own deviation per question; the tie rate
 
 
