@@ -28,6 +28,12 @@ effect (``power``). Settings stress each estimator's assumptions:
   and 90% zeros); the macro average over 3 languages; the paired difference of two runs (one
   better, near-identical, equal); the leaderboard's rank ranges among 4 equal systems. Anchors:
   the percentile and the t-corrected (the arena's) intervals of the same question bootstrap.
+- Component effects (``components.component_effects``): crossed systems' passages and generator
+  effects, each factor's spread and the difference of spreads, and the interaction test's
+  rejection under additivity and power against one departing cell; 12 and 30 questions, games
+  clustered by their answers, a 3 x 2 crossing full and with a cell missing, a factor without
+  effect. Anchors: the likelihood ratio with games as independent; percentile intervals of the
+  plug-in spreads.
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
   rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
 
@@ -41,12 +47,13 @@ import inspect
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
-from scipy.stats import binomtest
+from scipy.stats import binomtest, chi2
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -59,7 +66,11 @@ from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.retrieval import metrics as retrieval_metrics  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
+<<<<<<< HEAD
 from polyrag.stats.bootstrap import critical_value, tournament_counts  # noqa: E402
+=======
+from tests.helpers.arena import simulate_clustered_games  # noqa: E402
+>>>>>>> components
 from tests.mars.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
@@ -583,6 +594,145 @@ def retrieval_cells() -> list[tuple]:
     return cells
 
 
+# --- component effects: retriever or generator? -------------------------------------------------
+
+def crossed_cells(generators: int, passages: int, missing: tuple = ()) -> dict[str, tuple[str, str]]:
+    """Every (passages, generator) cell but ``missing``, the system named ``g{i}_p{j}``."""
+    return {f"g{i}_p{j}": (f"p{j}", f"g{i}") for i in range(generators) for j in range(passages)
+            if (f"p{j}", f"g{i}") not in missing}
+
+
+COMPONENT_DESIGNS = {
+    "3 generators x 2 passages": crossed_cells(3, 2),
+    "3 generators x 2 passages, one cell missing": crossed_cells(3, 2, missing=(("p1", "g2"),)),
+}
+COMPONENT_EFFECTS = {  # (passages effects, generator effects)
+    "generator spread 1.6, passages 0.6": ({"p0": 0.3, "p1": -0.3}, {"g0": 0.8, "g1": 0.0, "g2": -0.8}),
+    "passages without effect (spread 0), generator spread 1.6": ({"p0": 0.0, "p1": 0.0},
+                                                                 {"g0": 0.8, "g1": 0.0, "g2": -0.8}),
+    "no effect at all": ({"p0": 0.0, "p1": 0.0}, {"g0": 0.0, "g1": 0.0, "g2": 0.0}),
+}
+# The power arena: one cell 1 logit better than its parts say, on the design's cycle (g2's lone cell
+# in the design with a cell missing would be absorbed by g2's own effect: no test can see it).
+COMPONENT_INTERACTION = {"g1_p1": 1.0}
+COMPONENT_ANSWER_SD, COMPONENT_TIES = 0.5, 0.1  # each answer's own deviation per question; the tie rate
+
+
+def component_strengths(design: str, effects: str, interaction: dict | None = None) -> dict[str, float]:
+    passages, generators = COMPONENT_EFFECTS[effects]
+    return {s: passages[p] + generators[g] + (interaction or {}).get(s, 0.0)
+            for s, (p, g) in COMPONENT_DESIGNS[design].items()}
+
+
+@lru_cache(maxsize=None)
+def component_truth(design: str, effects: str) -> np.ndarray:
+    """The additive effects of the population of questions: the fit to the expected share of wins
+    (ties as half) over the answers' deviations (Monte Carlo, fixed seed), centred per factor.
+    Question effects shrink the strengths slightly; the raw effects would blame the interval."""
+    from polyrag.arena.components import Design, centre_by_factor, fit_additive
+
+    cells = COMPONENT_DESIGNS[design]
+    strengths = component_strengths(design, effects)
+    layout = Design.of(cells)
+    theta = np.array([strengths[s] for s in layout.systems])
+    shifted = theta + COMPONENT_ANSWER_SD * np.random.default_rng(0).normal(size=(200_000, len(theta)))
+    p = (1 / (1 + np.exp(shifted[:, None, :] - shifted[:, :, None]))).mean(axis=0)
+    share = (1 - COMPONENT_TIES) * p + COMPONENT_TIES / 2
+    np.fill_diagonal(share, 0)
+    return centre_by_factor(fit_additive(share * 1e6, layout.matrix, 1e-9), len(layout.passages))
+
+
+def components_cell(seed: int, design: str, effects: str, questions: int) -> dict:
+    """One arena of the crossed systems (every pair on every question in both orders, clustered by
+    the answers' deviations, 10% ties), fitted as the workflow fits it (``component_effects``):
+    its effects' intervals (all at once: their mean coverage), each factor's spread, the
+    difference of spreads (``claimed``: the verdict names a factor), and the interaction test on
+    this additive arena (``null``) and on one where a cell departs by 1 logit (``effect``)."""
+    from polyrag.arena.components import FACTORS, Design, component_effects, interaction_test, spread
+
+    rng = rng_for(seed, "bench_coverage", "components")
+    cells = COMPONENT_DESIGNS[design]
+    games = simulate_clustered_games(component_strengths(design, effects), questions, rng, COMPONENT_ANSWER_SD,
+                                     COMPONENT_TIES)
+    table, summary = component_effects(games, cells, 0.01, TOURNAMENTS, rng)
+    truth = component_truth(design, effects)
+    result = {"covered": float(np.mean((table["ci_low"] <= truth) & (truth <= table["ci_high"]))),
+              "width": float(np.mean(table["ci_high"] - table["ci_low"]))}
+    true_spread = {factor: float(spread(truth[(table["factor"] == factor).to_numpy()])) for factor in FACTORS}
+    for factor in FACTORS:
+        low, high = summary[f"spread_{factor}_ci_low"], summary[f"spread_{factor}_ci_high"]
+        result |= {f"covered: spread ({factor}), true {true_spread[factor]:.2f}": low <= true_spread[factor] <= high,
+                   f"width: spread ({factor}), true {true_spread[factor]:.2f}": high - low}
+    difference = true_spread["generator"] - true_spread["passages"]
+    low, high = summary["spread_difference_ci_low"], summary["spread_difference_ci_high"]
+    name = f"spread difference (generator - passages), true {difference:.2f}"
+    result |= {f"covered: {name}": low <= difference <= high, f"width: {name}": high - low,
+               f"claimed: {name}": low > 0 or high < 0}
+    interacting = simulate_clustered_games(component_strengths(design, effects, COMPONENT_INTERACTION), questions, rng,
+                                           COMPONENT_ANSWER_SD, COMPONENT_TIES)
+    layout = Design.of(cells)
+    tested = interaction_test(question_win_matrices(interacting, layout.systems)[1], layout, 0.01)
+    return result | {"null: interaction test": summary["interaction_p_value"] < 0.05,
+                     "effect: interaction test": tested["interaction_p_value"] < 0.05}
+
+
+def components_anchor_cell(seed: int, design: str, effects: str, questions: int) -> dict:
+    """The estimators polyrag's replace, on the same arenas (same seed, same draws): the
+    likelihood ratio of the additive against the full model with games as independent
+    (chi-square), and each factor's plug-in spread with the percentile interval of the bootstrap."""
+    from polyrag.arena.components import FACTORS, Design, fit_additive, fit_with_bootstrap, spread
+
+    rng = rng_for(seed, "bench_coverage", "components")
+    cells = COMPONENT_DESIGNS[design]
+    layout = Design.of(cells)
+    games = simulate_clustered_games(component_strengths(design, effects), questions, rng, COMPONENT_ANSWER_SD,
+                                     COMPONENT_TIES)
+    fit = fit_with_bootstrap(games, cells, 0.01, TOURNAMENTS, rng)
+    truth = component_truth(design, effects)
+    result = {"covered": np.nan, "width": np.nan}
+    for factor in FACTORS:
+        part = fit.factor(factor)
+        low, high = np.percentile(spread(fit.samples[:, part]), [2.5, 97.5])
+        true_spread = float(spread(truth[part]))
+        result |= {f"covered: spread ({factor}), true {true_spread:.2f}": low <= true_spread <= high,
+                   f"width: spread ({factor}), true {true_spread:.2f}": high - low}
+    interacting = simulate_clustered_games(component_strengths(design, effects, COMPONENT_INTERACTION), questions, rng,
+                                           COMPONENT_ANSWER_SD, COMPONENT_TIES)
+
+    def likelihood_ratio_rejects(wins: np.ndarray) -> bool:
+        def log_likelihood(theta):
+            return -(wins * np.logaddexp(0, theta[None, :] - theta[:, None])).sum()
+
+        full = fit_logits(wins, 1e-6)
+        additive = layout.matrix @ fit_additive(wins, layout.matrix, 1e-6)
+        statistic = 2 * (log_likelihood(full) - log_likelihood(additive))
+        return bool(chi2.sf(statistic, layout.interaction_df) < 0.05)
+
+    return result | {"null: interaction test": likelihood_ratio_rejects(fit.wins.sum(axis=0)),
+                     "effect: interaction test": likelihood_ratio_rejects(
+                         question_win_matrices(interacting, layout.systems)[1].sum(axis=0))}
+
+
+COMPONENTS_ANCHOR = "likelihood ratio (games independent); percentile interval of the plug-in spread"
+
+
+def components_cells() -> list[tuple]:
+    """The component effects (``polyrag.arena.components``): 12 and 30 questions, games clustered
+    by question, the 3 x 2 crossing full and with one cell missing (df 2 and 1), a factor without
+    effect (its spread 0, where a plug-in range is biased upward), and no effect at all."""
+    cells = []
+    settings = [(design, effects, questions) for design in COMPONENT_DESIGNS for questions in (12, 30)
+                for effects in list(COMPONENT_EFFECTS)[:2]]
+    settings.append(("3 generators x 2 passages", "no effect at all", 12))
+    for design, effects, questions in settings:
+        setting = f"{design}, {effects}, {questions} questions, answer sd {COMPONENT_ANSWER_SD}, 10% ties"
+        cells.append(("component effects", "polyrag", setting, components_cell,
+                      {"design": design, "effects": effects, "questions": questions}))
+        cells.append(("component effects", COMPONENTS_ANCHOR, setting, components_anchor_cell,
+                      {"design": design, "effects": effects, "questions": questions}))
+    return cells
+
+
 # --- running ---------------------------------------------------------------------------------
 
 def run_cell(task: tuple) -> list[dict]:
@@ -592,9 +742,33 @@ def run_cell(task: tuple) -> list[dict]:
     if "null" in results:  # a test: family-wise rejection under the null, power under the effect
         return [base | {"nominal": 0.05, "null_rejection": results["null"].mean(), "power": results["effect"].mean()}]
     rows = [base | {"coverage": results["covered"].mean(), "mean_width": results["width"].mean()}]
+    if results["covered"].isna().all():  # a cell whose rows are all named (an anchor measuring a part only)
+        rows = []
     if "ranks_covered" in results:
         rows.append(base | {"estimator": f"{estimator} rank range (joint)", "coverage": results["ranks_covered"].mean()})
-    return rows
+    return rows + named_rows(results, base)
+
+
+def named_rows(results: pd.DataFrame, base: dict) -> list[dict]:
+    """The further rows of a cell that measures several things on each simulation, estimator
+    ``{estimator}: NAME``: an interval's from ``covered: NAME`` (with ``width: NAME``; ``claimed:
+    NAME``, the share of intervals excluding 0, as ``power``), a test's from ``null: NAME`` and
+    ``effect: NAME``."""
+    rows = []
+    for column in results:
+        kind, _, name = column.partition(": ")
+        if not name or kind not in ("covered", "null"):
+            continue
+        row = base | {"estimator": f"{base['estimator']}: {name}"}
+        if kind == "covered":
+            width, claimed = results.get(f"width: {name}"), results.get(f"claimed: {name}")
+            rows.append(row | {"coverage": results[column].mean(),
+                               "mean_width": np.nan if width is None else width.mean(),
+                               "power": np.nan if claimed is None else claimed.mean()})
+        else:
+            rows.append(row | {"nominal": 0.05, "null_rejection": results[column].mean(),
+                               "power": results[f"effect: {name}"].mean()})
+    return [row for row in rows if not (pd.isna(row.get("coverage")) and pd.isna(row.get("null_rejection")))]
 
 
 def judge_statistics_tasks(seeds: int) -> list[tuple]:
@@ -633,6 +807,7 @@ def main() -> None:
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
     cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells() + retrieval_cells()
+             + components_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:

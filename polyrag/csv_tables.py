@@ -24,11 +24,12 @@ NAME_COLUMNS = frozenset({
 DEFAULT_NA = sorted(STR_NA_VALUES)
 
 
-def read_table(path: str | Path, sep: str = ",", **options) -> pd.DataFrame:
-    """``path`` with its name columns (``NAME_COLUMNS``) as text: ``NA``, ``None``, ``080`` stay as
-    written and an empty cell is NaN; every other column is parsed as ``pd.read_csv`` would."""
+def read_table(path: str | Path, sep: str = ",", name_columns: tuple[str, ...] = (), **options) -> pd.DataFrame:
+    """``path`` with its name columns (``NAME_COLUMNS``, and this table's own ``name_columns``) as
+    text: ``NA``, ``None``, ``080`` stay as written and an empty cell is NaN; every other column is
+    parsed as ``pd.read_csv`` would."""
     header = pd.read_csv(path, sep=sep, nrows=0).columns
-    names = [column for column in header if column in NAME_COLUMNS]
+    names = [column for column in header if column in NAME_COLUMNS or column in name_columns]
     return pd.read_csv(path, sep=sep, dtype={column: str for column in names}, keep_default_na=False,
                        na_values={column: [""] if column in names else DEFAULT_NA for column in header}, **options)
 

@@ -1,11 +1,16 @@
 # Arena statistics per judge and language (Bradley-Terry with bootstrap, the surrogate judge),
 # then the leaderboard and its figures. These aggregate rules read every model's files; the
 # cheap ones (leaderboard, its table, plots) run where snakemake runs, not as cluster jobs.
-from polyrag.config.queries import (arena_judge, budget_spec, families, judged_models, placement_round, settings_entry,
-                                    system_components)
+from polyrag.arena.components import crossed_systems
+from polyrag.config.queries import (arena_judge, budget_spec, families, judge_contestants, judged_models, placement_round,
+                                    settings_entry, system_components)
 
 JUDGED = judged_models(config)
 ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboard
+# Per judge, its contestants that cross passage sources and generators (system -> [passages, generator]):
+# the judges with some get the additive fit (rule component_effects), the others none.
+CROSSED = {judge: {system: list(cell) for system, cell in crossed_systems(config, judge).items()} for judge in JUDGES}
+CROSSED_JUDGES = [judge for judge, cells in CROSSED.items() if cells]
 # The surrogate judge's outputs per judge and language (rule surrogate writes every language's).
 SURROGATE_TABLE = "results/arena/{judge}/{lang}/surrogate.csv"
 SURROGATE_BOOTSTRAP = "results/arena/{judge}/{lang}/surrogate_bootstrap.parquet"
@@ -126,6 +131,39 @@ rule style_control:
         "../scripts/style_control.py"
 
 
+# Retriever or generator? Where a judge's contestants cross passage sources with generators, its
+# verdicts in every language fitted with a passages effect plus a generator effect, with question
+# bootstrap intervals, which part moves the ranking more, and a test of their interaction
+# (docs/arena.md). Seconds: a logistic regression per bootstrap tournament.
+rule component_effects:
+    input:
+        games=lambda wildcards: [path for lang in LANGUAGES for path in judgment_paths(wildcards.judge, lang)],
+    output:
+        table="results/arena/{judge}/components.csv",
+        summary="results/arena/{judge}/components.json",
+    wildcard_constraints:
+        judge=alternatives(CROSSED_JUDGES),
+    params:
+        games=lambda wildcards: {lang: judgment_paths(wildcards.judge, lang) for lang in LANGUAGES},
+        cells=lambda wildcards: CROSSED[wildcards.judge],
+        left_out=lambda wildcards: [model for model in judge_contestants(config, wildcards.judge)
+                                    if model not in CROSSED[wildcards.judge]],
+        bootstrap=config["arena"]["bootstrap"],
+        regularization=config["arena"]["regularization"],
+        seed=config["seed"],
+    log:
+        "logs/arena/{judge}/components.log",
+    benchmark:
+        "results/benchmarks/arena/{judge}/components.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/component_effects.py"
+
+
 # How the judges agree on the same games (Cohen's kappa) and whether a judge favours its own
 # family (self-preference), per language: needs every judge's games, runs on the submitting node.
 rule judge_agreement:
@@ -244,6 +282,9 @@ rule leaderboard_table:
         leaderboard=rules.leaderboard.output.leaderboard,
         detailed=rules.leaderboard.output.detailed,
         label_anchored=lambda wildcards: label_anchored_file(),  # rules/human_labels.smk, included after this file
+        components=expand(rules.component_effects.output.table, judge=ARENA_JUDGE) if ARENA_JUDGE in CROSSED_JUDGES else [],
+        components_summary=(expand(rules.component_effects.output.summary, judge=ARENA_JUDGE)
+                            if ARENA_JUDGE in CROSSED_JUDGES else []),
     output:
         report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
     localrule: True

@@ -87,6 +87,7 @@ def all_targets():
         + expand(SURROGATE_TABLE, judge=ARENA_JUDGE or [], lang=LANGUAGES)
         + expand(rules.judge_diagnostics.output.diagnostics, judge=JUDGES, lang=LANGUAGES)
         + expand(rules.style_control.output.style_table, judge=JUDGES, lang=LANGUAGES)
+        + expand(rules.component_effects.output.table, judge=CROSSED_JUDGES)
         + ([rules.leaderboard.output.leaderboard, rules.leaderboard_table.output[0],
             rules.arena_plots.output.rank_heatmap, rules.judges_table.output.page] if ARENA_JUDGE else [])
         + expand(rules.label_anchored.output.table, judge=HUMAN_LABELS["judge"] if HUMAN_LABELS else [],

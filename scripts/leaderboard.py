@@ -9,7 +9,7 @@ import pandas as pd
 from polyrag.arena.leaderboard import (language_table, leaderboard, short_leaderboard, with_budget,
                                        with_label_anchored, with_mars_scores, with_retrieval, with_style_controlled, with_systems)
 from polyrag.arena.style_control import style_controlled_ranks
-from polyrag.config.retrieval import run_name
+from polyrag.config.queries import run_name
 from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 

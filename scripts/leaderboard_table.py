@@ -1,8 +1,11 @@
 """Snakemake entry point of rule leaderboard_table: results/leaderboard.html for the report, the
-short leaderboard first, then every column of leaderboard_detailed.csv."""
+short leaderboard first, the label-anchored ranking and the component effects ("Retriever or
+generator?") where there are some, then every column of leaderboard_detailed.csv."""
 
+import json
 from pathlib import Path
 
+from polyrag.arena.components import read_components, report_note
 from polyrag.csv_tables import read_table
 from polyrag.logs import run_logged
 from polyrag.report_table import sections_html
@@ -31,6 +34,11 @@ def main() -> None:
             f"{sm.input.label_anchored}). judge_only: the judge's own logits; n_eff: the human labels alone would need "
             "this many for intervals as narrow; an empty logit is not estimable from these labels (note says why).",
             shown))
+    if sm.input.components:  # the arena judge's systems cross passage sources and generators
+        (table,), (summary,) = sm.input.components, sm.input.components_summary
+        with open(summary, encoding="utf-8") as handle:
+            note = report_note(json.load(handle))
+        sections.append(("Retriever or generator?", f"{note} ({table})", read_components(table)))
     sections.append(("Every column", "Per-language ranks, mean rank, style-controlled score and rank, the MARS "
                      f"scores and the label-anchored ranking (results/leaderboard_detailed.csv).{mars_scope}", detailed))
     page = sections_html("Leaderboard", sections)

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule rerank: a run's top passages reordered by a cross-encoder
 (polyrag.retrieval.rerank); the first stage's rank and score kept beside."""
 
-from polyrag.config.retrieval import run_name
+from polyrag.config.queries import run_name
 from polyrag.data.records import read_questions
 from polyrag.logs import run_logged
 from polyrag.retrieval.corpus import corpus_texts, read_corpus_docids

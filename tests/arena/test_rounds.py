@@ -28,11 +28,12 @@ def demo_config(repo, monkeypatch):
 
 
 def five_systems(config):
-    """The demo's error-rate mocks and Gemma, without the fine-tuned student, the grounded mocks and
-    their baselines (and the checks whose known truth they are)."""
+    """The demo's error-rate mocks and Gemma, without the fine-tuned student, the grounded mocks,
+    the baselines, the retrieved systems (and the checks whose known truth they are)."""
     del config["finetune"]
     for name in ("mock-recall-83", "mock-recall-50", "mock-recall-17"):
         del config["models"][name]
+    del config["systems"], config["retrieval"], config["models"]["gemma-270m"]["baselines"]
     del config["judges"]["cite-check"]["contestants"]
     config["checks"].update(finetune_gain=False, passage_order=False)
 
@@ -56,18 +57,19 @@ def test_demo_budget_rounds(demo_config, repo):
     assert sorted(round_judges(config)) == ["cite-check", "reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
-    # reference judges 12 systems (the grounded mocks and baselines included) x 6 questions: 396 units,
-    # half is 198 = 36 (a 12-cycle x 3 questions) + 54 + 81 + the 27 left of round 3's 122;
-    # cite-check judges its 7 contestants: 126 units, half is 63 = 21 + 32 + the 10 left of round 2's 48
+    # reference judges 16 systems (the grounded mocks, baselines and retrieved systems included) x 6
+    # questions: 720 units, half is 360 = 48 (a 16-cycle x 3 questions) + 72 + 108 + the 132 left of
+    # round 3's 162; cite-check judges its 7 contestants: 126 units, half is 63 = 21 + 32 + the 10 left
+    # of round 2's 48
     assert config["data"]["arena_queries"] == 6
-    for judge, models, rounds_expected in (("reference", 12, 4), ("cite-check", 7, 3)):
+    for judge, models, rounds_expected in (("reference", 16, 4), ("cite-check", 7, 3)):
         assert len(judge_contestants(config, judge)) == models
         budget = models * (models - 1) // 2 * 6 // 2
         spent, rounds = round_zero_units(models, settings), 1
         while spent < budget:
             spent, rounds = spent + round_units(models, settings, rounds), rounds + 1
         assert rounds == rounds_expected == judge_round_count(config, judge, "en")
-    assert round_zero_units(12, settings) == 36 and round_units(12, settings, 1) == 54
+    assert round_zero_units(16, settings) == 48 and round_units(16, settings, 1) == 72
 
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):

@@ -19,7 +19,7 @@ SEEDS = 200
 
 def cell(estimator: str, source: str, setting_start: str) -> tuple:
     cells = (bench_coverage.mars_cells() + bench_coverage.memerag_cells() + bench_coverage.bt_cells()
-             + bench_coverage.retrieval_cells())
+             + bench_coverage.retrieval_cells() + bench_coverage.components_cells())
     matches = [c for c in cells if c[0] == estimator and c[1] == source and c[2].startswith(setting_start)]
     assert len(matches) == 1, [c[2] for c in cells if c[0] == estimator]
     return matches[0]
@@ -91,3 +91,19 @@ def test_retrieval_metric_interval_covers_at_a_demo_languages_size_and_the_perce
     assert run("retrieval metric mean", "percentile question bootstrap", setting)[0]["coverage"] < 0.85
     paired = "Recall@5, near-identical runs: differ on 5% of questions, difference 0.03, 6 questions"
     assert run("retrieval paired difference", "polyrag", paired)[0]["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS
+
+
+@pytest.mark.slow
+def test_component_effects_cover_with_a_cell_missing_and_a_factor_without_effect():
+    """3 generators x 2 passages less one cell, the passages without effect (a spread of 0, where a
+    plug-in range is biased upward), 12 questions clustered by their answers: the effects' and the
+    spreads' intervals hold, and the interaction test rejects an additive arena at most as often as
+    a level-0.05 test may while finding a cell 1 logit off its parts' sum more often than that."""
+    setting = ("3 generators x 2 passages, one cell missing, passages without effect (spread 0), generator spread 1.6, "
+               "12 questions")
+    rows = {row["estimator"]: row for row in run("component effects", "polyrag", setting)}
+    assert_covers(rows["component effects"]["coverage"])
+    spreads = [row for name, row in rows.items() if ": spread (" in name]
+    assert len(spreads) == 2 and all(row["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS for row in spreads)
+    test = rows["component effects: interaction test"]
+    assert test["null_rejection"] <= binom.ppf(0.999, SEEDS, 0.05) / SEEDS and test["power"] > 0.15

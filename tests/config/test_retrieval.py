@@ -8,9 +8,8 @@ import copy
 import pytest
 import yaml
 
-from polyrag.config.queries import generation_settings, passage_source, system_components
-from polyrag.config.retrieval import (RUN, RUN_LOG, RUN_TREC, corpus_language, corpus_size, index_job_resources,
-                                      run_name, run_path)
+from polyrag.config.queries import generation_settings, passage_source, run_name, system_components
+from polyrag.config.retrieval import RUN, RUN_LOG, RUN_TREC, corpus_language, corpus_size, index_job_resources, run_path
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
 from polyrag.generate.answers import generate_answers

@@ -63,3 +63,28 @@ def sigmoid(x):
 
 #: Four models' true strengths, for the arenas of the judge diagnostics, panels and style control.
 STRENGTHS = {"m0": 1.0, "m1": 0.4, "m2": -0.1, "m3": -0.6}
+
+
+def simulate_clustered_games(strengths: dict[str, float], n_questions: int, rng, answer_sd: float = 0.0,
+                             tie_rate: float = 0.0) -> pd.DataFrame:
+    """Every pair of models on every question, in both orders, won as a known BT model says, each
+    model's strength shifted on each question by a normal draw of sd ``answer_sd`` (how good its
+    answer to that question is): the games of a question share its answers (clustered). A game is
+    a tie with probability ``tie_rate``."""
+    models = sorted(strengths)
+    first, second = np.triu_indices(len(models), k=1)
+    theta = np.array([strengths[m] for m in models])
+    shifted = theta + answer_sd * rng.normal(size=(n_questions, len(models)))  # questions x models
+    p = 1 / (1 + np.exp(shifted[:, second] - shifted[:, first]))  # questions x pairs: P(first wins)
+    p = np.repeat(p[:, :, None], 2, axis=2)  # both orders
+    tie = rng.random(p.shape) < tie_rate
+    won = rng.random(p.shape) < p
+    verdict = np.where(tie, "tie", np.where(won, "model_a", "model_b"))
+    names = np.array(models)
+    shown_first = np.stack([np.broadcast_to(names[first], p.shape[:2]), np.broadcast_to(names[second], p.shape[:2])],
+                           axis=2)
+    return pd.DataFrame({
+        "query_id": np.repeat([f"q{q}" for q in range(n_questions)], len(first) * 2),
+        "model_a": np.tile(np.repeat(names[first], 2), n_questions),
+        "model_b": np.tile(np.repeat(names[second], 2), n_questions),
+        "shown_first": shown_first.ravel(), "verdict": verdict.ravel()})

@@ -102,7 +102,7 @@ def test_runs_metrics_and_the_systems_passages(retrieved):
 
 def test_the_cross_encoder_reorders_the_first_stages_top_n_by_its_own_scores(retrieved):
     """The reranked run holds BM25's first TOP_N per question, in the order of the model's logits
-    computed here with transformers alone on (question, passage contents), ties by docid."""
+    computed here with transformers alone on (question, passage contents)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -124,10 +124,14 @@ def test_the_cross_encoder_reorders_the_first_stages_top_n_by_its_own_scores(ret
                 batch = tokenizer([questions[query_id]] * len(docids), [texts[d] for d in docids], padding=True,
                                   truncation=True, max_length=512, return_tensors="pt")
                 logits = model(**batch).logits[:, 0].tolist()
-            expected = [d for _, d in sorted(zip([-x for x in logits], docids))]
+            logit = dict(zip(docids, logits))
             mine = reranked[reranked.query_id == query_id].sort_values("rank")
-            assert mine["docid"].tolist() == expected and mine["rank"].tolist() == list(range(1, len(docids) + 1))
-            reordered += expected != docids
+            assert sorted(mine["docid"]) == sorted(docids) and mine["rank"].tolist() == list(range(1, len(docids) + 1))
+            # in the order of the model's logits: the tiny model reads most demo words as [UNK], so
+            # passages can differ in the seventh digit, where batching and padding round differently
+            ordered = [logit[d] for d in mine["docid"]]
+            assert all(a >= b - 1e-5 for a, b in zip(ordered, ordered[1:])), (query_id, ordered)
+            reordered += mine["docid"].tolist() != docids
         answers = pd.read_parquet(workdir / f"results/answers/mock-bm25-tiny-1/{lang}.parquet")
         top = reranked[reranked["rank"] == 1].set_index("query_id")["docid"]
         assert [[p["docid"] for p in given] for given in answers["passages"]] == [[top[q]] for q in answers["query_id"]]
