@@ -65,21 +65,6 @@ def miracl_retrieval_config(index: str = "ivf_pq") -> dict:
     }
 
 
-def resource_table(output: str) -> pd.DataFrame:
-    """One row per scheduled job: rule, wildcards, threads and the resources it asks the cluster for."""
-    rows = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
-        header = re.match(r"(local)?rule (\w+):\n", block)
-        if header is None:
-            continue
-        resources = dict(re.findall(r"(\w+)=([^,\s]+)", (re.search(r"resources: ([^\n]+)", block) or ["", ""])[1]))
-        threads = re.search(r"^    threads: (\d+)$", block, re.MULTILINE)
-        rows.append({"rule": header.group(2), "wildcards": (re.search(r"wildcards: ([^\n]+)", block) or ["", ""])[1],
-                     "threads": int(threads.group(1)) if threads else 1, "gpu": int(resources.get("gpu", 0)),
-                     "mem_mb": int(resources.get("mem_mb", 0)), "runtime": int(resources.get("runtime", 0))})
-    return pd.DataFrame(rows)
-
-
 def dry_run(config_path: Path, workdir: Path, *args: str) -> tuple[str, float]:
     started = time.perf_counter()
     result = subprocess.run(
@@ -104,17 +89,22 @@ def local_rules() -> set[str]:
 
 
 def job_table(output: str) -> pd.DataFrame:
-    """One row per scheduled job: rule, local or not, its model wildcard, whether it asks for a GPU."""
+    """One row per scheduled job: rule, local or not, its wildcards (as printed, and the model and
+    judge among them), threads, and the resources it asks the cluster for."""
     local = local_rules() | {"all"}
     rows = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
         header = re.match(r"(local)?rule (\w+):\n", block)
         if header is None:
             continue
-        wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", (re.search(r"wildcards: ([^\n]+)", block) or ["", ""])[1]))
-        gpu = re.search(r"resources: [^\n]*\bgpu=(\d+)", block)
-        rows.append({"rule": header.group(2), "local": header.group(2) in local, "model": wildcards.get("model"),
-                     "judge": wildcards.get("judge"), "gpu": int(gpu.group(1)) if gpu else 0})
+        printed = (re.search(r"wildcards: ([^\n]+)", block) or ["", ""])[1]
+        wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", printed))
+        resources = dict(re.findall(r"(\w+)=([^,\s]+)", (re.search(r"resources: ([^\n]+)", block) or ["", ""])[1]))
+        threads = re.search(r"^    threads: (\d+)$", block, re.MULTILINE)
+        rows.append({"rule": header.group(2), "local": header.group(2) in local, "wildcards": printed,
+                     "model": wildcards.get("model"), "judge": wildcards.get("judge"),
+                     "threads": int(threads.group(1)) if threads else 1, "gpu": int(resources.get("gpu", 0)),
+                     "mem_mb": int(resources.get("mem_mb", 0)), "runtime": int(resources.get("runtime", 0))})
     return pd.DataFrame(rows)
 
 
@@ -182,7 +172,7 @@ def print_retrieval_jobs(index: str) -> None:
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         # A dry run gives every job one thread unless told the cores; the SLURM executor caps none.
         output, seconds = dry_run(config_path, workdir, *CORES)
-    jobs = resource_table(output)
+    jobs = job_table(output)
     jobs = jobs[jobs["rule"].isin(RETRIEVAL_RULES)]
     local = local_rules()
     table = jobs.groupby("rule", sort=False).agg(jobs=("rule", "size"), threads=("threads", "max"), gpu=("gpu", "max"),

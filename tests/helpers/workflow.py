@@ -17,6 +17,16 @@ def snakemake(repo, workdir, *args):
     )
 
 
+def run_config(repo, workdir, config: dict, *args):
+    """``config`` written to ``workdir``/config.yaml and the workflow run there on 2 cores; it must succeed."""
+    import yaml
+
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(repo, workdir, "--cores", "2", *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
 def dry_run(repo, workdir, *args):
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--configfile",

@@ -19,10 +19,9 @@ import html
 import json
 
 import pytest
-import yaml
 
 from polyrag.arena.components import read_components, report_note
-from tests.helpers.workflow import snakemake
+from tests.helpers.workflow import run_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -47,10 +46,7 @@ def components_config(repo, tmp_path):
 @pytest.fixture(scope="module")
 def fitted(repo, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("components")
-    config = components_config(repo, workdir)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(repo, workdir, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_config(repo, workdir, components_config(repo, workdir))
     return workdir
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from polyrag.retrieval.runs import read_run, read_trec
 
-from tests.helpers.workflow import scheduled_jobs, snakemake
+from tests.helpers.workflow import run_config, scheduled_jobs, snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -54,9 +54,7 @@ def retrieval_config(repo, tmp_path):
 def retrieved(repo, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("retrieval")
     config = retrieval_config(repo, workdir)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(repo, workdir, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_config(repo, workdir, config)
     return workdir, config
 
 
@@ -190,11 +188,8 @@ def test_a_pooled_corpus_of_four_languages_is_one_index_scored_as_each_question_
                            "retrievers": {"bm25-pool": {"kind": "bm25", "corpus": "pool"}},
                            "intervals": {"bootstrap": 200}}
     config["systems"] = {"mock-pool-5": {"generator": "mock-grounded", "retriever": "bm25-pool", "top_k": 5}}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    targets = ["results/retrieval/leaderboard.csv", *(f"results/retrieval/passages/mock-pool-5/{lang}.parquet"
-                                                      for lang in languages)]
-    result = snakemake(repo, tmp_path, "--cores", "2", *targets)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_config(repo, tmp_path, config, "results/retrieval/leaderboard.csv",
+               *(f"results/retrieval/passages/mock-pool-5/{lang}.parquet" for lang in languages))
     pooled = pd.read_parquet(tmp_path / "results/retrieval/corpora/pool/pooled.parquet")
     assert {d.split(":")[0] for d in pooled["docid"]} == set(languages) and pooled["docid"].is_unique
     assert (tmp_path / "results/retrieval/indexes/bm25-pool/pooled/bm25").is_dir()  # one index
