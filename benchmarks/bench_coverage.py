@@ -66,11 +66,8 @@ from polyrag.mars.scores import model_scores  # noqa: E402
 from polyrag.meta_eval.summary import significance, summarise  # noqa: E402
 from polyrag.retrieval import metrics as retrieval_metrics  # noqa: E402
 from polyrag.seeds import rng_for  # noqa: E402
-<<<<<<< HEAD
 from polyrag.stats.bootstrap import critical_value, tournament_counts  # noqa: E402
-=======
 from tests.helpers.arena import simulate_clustered_games  # noqa: E402
->>>>>>> components
 from tests.mars.test_mars import ColumnJudge, balanced_calibration, simulated_answers  # noqa: E402
 
 NOMINAL = 0.95
