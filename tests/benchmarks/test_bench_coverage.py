@@ -106,4 +106,5 @@ def test_component_effects_cover_with_a_cell_missing_and_a_factor_without_effect
     spreads = [row for name, row in rows.items() if ": spread (" in name]
     assert len(spreads) == 2 and all(row["coverage"] >= binom.ppf(0.001, SEEDS, 0.95) / SEEDS for row in spreads)
     test = rows["component effects: interaction test"]
-    assert test["null_rejection"] <= binom.ppf(0.999, SEEDS, 0.05) / SEEDS and test["power"] > 0.15
+    # power 0.42 at commit fec8a13 (its interaction on the design's cycle; on g2's lone cell it was 0.065)
+    assert test["null_rejection"] <= binom.ppf(0.999, SEEDS, 0.05) / SEEDS and test["power"] > 0.25
