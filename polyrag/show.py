@@ -1,4 +1,5 @@
-"""Print the top of a leaderboard, the known-truth checks and where the report is: the last thing
+"""Print the top of a leaderboard, the retrievers' scores, how much of the ranking is the retriever
+and how much the generator, the known-truth checks and where the report is: the last thing
 ``make demo`` does.
 
     python -m polyrag.show results/leaderboard.csv results/report.html
@@ -6,11 +7,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from polyrag.arena.components import report_note
 from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.csv_tables import read_table
 
@@ -40,6 +43,8 @@ def summary(leaderboard: Path, report: Path, rows: int = 10) -> str:
     retrieval = leaderboard.parent / "retrieval" / "leaderboard.csv"
     if retrieval.exists():
         text += retrieval_block(read_table(retrieval), retrieval)
+    for components in sorted(leaderboard.parent.glob("arena/*/components.json")):
+        text += f"Retriever or generator? ({components}):\n{report_note(json.loads(components.read_text()))}\n\n"
     checks = leaderboard.with_name("checks.csv")
     if checks.exists():
         text += checks_block(read_table(checks), checks)

@@ -61,3 +61,29 @@ def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp
     assert bm25[:3] == ["1", "bm25", "1-1"] and e5[:3] == ["2", "e5", "2-2"]
     low, high = all_rows.loc["e5", ["nDCG@10_lower", "nDCG@10_upper"]]
     assert " ".join(e5[3:6]) == f"0.75 [{low:.2f}, {high:.2f}]"
+
+
+def test_summary_says_whether_the_retriever_or_the_generator_moves_the_ranking(tmp_path):
+    """The component-effects summary the rule writes (results/arena/{judge}/components.json) is printed
+    as the report says it: here generators 1.6 logits apart, passages 0.6, on 300 questions."""
+    import json
+
+    import numpy as np
+
+    from polyrag.arena.components import component_effects
+    from tests.helpers.arena import simulate_clustered_games
+
+    cells = {f"{g}-{p}": (p, g) for g in ("g0", "g1", "g2") for p in ("bm25@3", "oracle")}
+    strength = {"g0": 0.8, "g1": 0.0, "g2": -0.8, "bm25@3": -0.3, "oracle": 0.3}
+    rng = np.random.default_rng(2)
+    games = simulate_clustered_games({s: strength[p] + strength[g] for s, (p, g) in cells.items()}, 300, rng)
+    _, fitted = component_effects(games, cells, 0.01, 100, rng)
+    (tmp_path / "arena" / "reference").mkdir(parents=True)
+    (tmp_path / "arena" / "reference" / "components.json").write_text(
+        json.dumps({"judge": "reference", "languages": ["en"], **fitted}))
+    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": -1.0, "ci_high": 1.0,
+                  "judged": True}).to_csv(tmp_path / "leaderboard.csv", index=False)
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    block = text.split("Retriever or generator? (")[1]
+    assert "components.json):\nThe generator moves the ranking more than the passages (95%)" in block
+    assert "Judge reference, 300 questions in en" in block
