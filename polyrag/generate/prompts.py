@@ -16,6 +16,16 @@ def language_name(code: str) -> str:
     return load_strings("languages.yaml").get(code, code)
 
 
+def passage_language_name(record: dict) -> str:
+    """What the passages given with ``record`` are written in: the languages its passages name
+    (a retrieved system's over another language's corpus or a pooled one: "English and Hindi"),
+    else the record's ``passage_language``, else its question's language."""
+    named = [p.get("language") for p in record["passages"]]
+    codes = list(dict.fromkeys(named)) if named and all(named) else [record.get("passage_language") or record["language"]]
+    names = [language_name(code) for code in codes]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def bergen_strings(language: str) -> dict[str, str]:
     """BERGEN's system prompts (with documents, and ``system_without_docs`` for closed-book) and
     user-prompt labels in ``language``."""
@@ -41,7 +51,7 @@ def answer_messages(style: str, record: dict) -> list[dict[str, str]]:
         "query": record["query"],
         "passages": record["passages"],
         "answer_language_name": language_name(record["language"]),
-        "passage_language_name": language_name(record.get("passage_language") or record["language"]),
+        "passage_language_name": passage_language_name(record),
     }
     if style in ("mirage", "memerag"):
         return [{"role": "user", "content": render(template, **variables)}]

@@ -39,7 +39,9 @@ def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], t
     retrieved nothing for is given no passages (and counted by the caller's log); a docid missing from
     the corpus stops, naming ``source``. A run over a pooled corpus (``corpus_lang`` pooled) gives
     the passages of the question's language ``lang`` without their prefix, as its labels name them
-    (``corpus.question_docids``), so that citations and judges find them judged."""
+    (``corpus.question_docids``), so that citations and judges find them judged. With ``corpus_lang``
+    each passage also names its ``language`` (the generator's prompt says what its passages are
+    written in: the corpus's language, or each pooled passage's own)."""
     head = run[run["rank"] <= top_k].sort_values(["query_id", "rank"])
     by_docid = corpus.set_index("docid")
     missing = sorted(set(head["docid"]) - set(by_docid.index))
@@ -49,8 +51,10 @@ def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], t
     rows = []
     for record in records:
         docids = ranked.get(str(record["query_id"]), [])
-        named = question_docids(docids, lang, corpus_lang)[0] if corpus_lang is not None else docids
+        named, languages = question_docids(docids, lang, corpus_lang) if corpus_lang is not None else (docids, None)
         passages = [as_passage({"docid": name, "title": by_docid.at[docid, "title"], "text": by_docid.at[docid, "text"]})
                     for docid, name in zip(docids, named)]
+        if languages is not None:
+            passages = [passage | {"language": language} for passage, language in zip(passages, languages)]
         rows.append({"query_id": str(record["query_id"]), "passages": passages})
     return rows

@@ -132,7 +132,9 @@ def _text_id(value: object, where: str, field: str) -> str:
 
 
 def _passage(value: object, where: str) -> dict:
-    """A ``{docid, title, text}`` passage; ``where`` names it (a row's passage, or a corpus row)."""
+    """A ``{docid, title, text}`` passage, with its ``language`` (a language code) where the row
+    gives one: the generator's prompt then says what its passages are written in (a cross-lingual
+    system's). ``where`` names it (a row's passage, or a corpus row)."""
     if not isinstance(value, Mapping):
         raise DataError(f"{where}: expected an object with docid, title and text, got {type(value).__name__}")
     docid = value.get("docid")
@@ -145,7 +147,12 @@ def _passage(value: object, where: str) -> dict:
     title = value.get("title")
     if title is not None and not isinstance(title, str):
         raise DataError(f"{where} ({docid}): title must be a text, got {title!r}")
-    return {"docid": docid, "title": title or "", "text": text}
+    language = value.get("language")
+    if language is None:
+        return {"docid": docid, "title": title or "", "text": text}
+    if not isinstance(language, str) or not language.strip():
+        raise DataError(f"{where} ({docid}): language must be a language code (en, hi), got {language!r}")
+    return {"docid": docid, "title": title or "", "text": text, "language": language}
 
 
 def read_corpus(path: str | Path) -> dict[str, dict]:

@@ -44,6 +44,21 @@ def test_cross_lingual_mirage_prompt_names_both_languages():
     assert "contexts written in English" in text and "your answer in German" in text
 
 
+def test_passages_that_name_their_languages_set_the_contexts_language():
+    """A pooled run's passages (retrieval.questions.top_passages) name each one's language; the
+    prompt names those, not the question's passage_language."""
+    record = {"query": "कहाँ?", "language": "hi", "passage_language": "hi", "passages": [
+        {"docid": "1", "title": "", "text": "यहाँ।", "language": "hi"},
+        {"docid": "en:1", "title": "", "text": "Here.", "language": "en"},
+        {"docid": "en:2", "title": "", "text": "There.", "language": "en"}]}
+    text = answer_messages("mirage", record)[0]["content"]
+    assert "contexts written in Hindi and English" in text and "your answer in Hindi" in text
+    three = {**record, "passages": [*record["passages"], {"docid": "de:1", "title": "", "text": "Da.", "language": "de"}]}
+    assert "contexts written in Hindi, English and German" in answer_messages("mirage", three)[0]["content"]
+    unnamed = {**record, "passage_language": "en", "passages": [{"docid": "x", "title": "", "text": "Here."}]}
+    assert "contexts written in English" in answer_messages("mirage", unnamed)[0]["content"]
+
+
 def test_response_prefix_makes_a_completion_request(repo):
     records = load_demo("en", repo / "resources" / "demo")[:2]
     chat = build_requests(records, SETTINGS)

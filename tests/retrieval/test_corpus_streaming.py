@@ -147,3 +147,19 @@ def test_a_pooled_corpus_prefixes_each_docid_with_its_language(tmp_path, repo):
     assert question_docids(["a:1"], "de", "en") == (["a:1"], ["en"])  # a language's own corpus: as it is
     with pytest.raises(DataError, match="not a pooled corpus's"):
         question_docids(["123"], "hi", POOLED)
+
+
+def test_a_system_s_passages_from_a_pooled_run_name_their_languages():
+    """top_passages (a retrieved system's passage file): the question's own passages lose the
+    prefix, each passage names its language, which the generator's prompt then says."""
+    from polyrag.retrieval.questions import top_passages
+    from polyrag.retrieval.runs import make_run
+
+    corpus = pd.DataFrame({"docid": ["hi:7", "en:7", "en:8"], "title": ["", "", ""], "text": ["सात", "seven", "eight"]})
+    run = make_run(["q1"] * 3, ["hi:7", "en:7", "en:8"], [3.0, 2.0, 1.0])
+    [row] = top_passages(run, corpus, [{"query_id": "q1"}], 2, "run.parquet", lang="hi", corpus_lang=POOLED)
+    assert row["passages"] == [{"docid": "7", "title": "", "text": "सात", "language": "hi"},
+                               {"docid": "en:7", "title": "", "text": "seven", "language": "en"}]
+    english = corpus.assign(docid=["7", "8", "9"])
+    [row] = top_passages(make_run(["q1"], ["8"], [1.0]), english, [{"query_id": "q1"}], 5, "run", lang="hi", corpus_lang="en")
+    assert row["passages"] == [{"docid": "8", "title": "", "text": "seven", "language": "en"}]

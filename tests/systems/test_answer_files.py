@@ -451,6 +451,20 @@ def test_a_run_file_gives_each_question_its_passages_and_skips_other_questions(t
     assert "the passages of 2 questions (1 rows of other questions skipped)" in caplog.text
 
 
+def test_a_passage_file_may_name_each_passage_s_language_and_the_prompt_says_it(tmp_path):
+    from polyrag.generate.answers import build_requests
+
+    english = [{**passage, "language": "en"} for passage in PASSAGES["q1"][:1]]
+    given = given_from(tmp_path, [{"query_id": "q1", "passages": english}, {"query_id": "q2", "docids": []}])
+    assert given["q1"] == english
+    settings = {"prompt": "mirage", "temperature": 0.0, "max_tokens": 8, "seed": 1, "passages": {"file": "x"}}
+    [request, _] = build_requests([{**r, "language": "de"} for r in RECORDS], settings, from_file=given)
+    assert "contexts written in English" in request.messages[0]["content"]
+    with pytest.raises(DataError, match=r"line 1 \(query_id q1\): passage 1 \(d1#0\): language must be a language code"):
+        given_from(tmp_path, [{"query_id": "q1", "passages": [{**PASSAGES["q1"][0], "language": 7}]},
+                              {"query_id": "q2", "docids": []}])
+
+
 @pytest.mark.parametrize("rows, expected", [
     ([{"query_id": "q1", "docids": ["d1#0"]}], r"run/en.jsonl: no row for 1 of the 2 questions of results/data/en.parquet: \['q2'\]"),
     ([{"query_id": "q1", "docids": ["d1#0"]}, {"query_id": "q1", "docids": []}],
