@@ -11,7 +11,6 @@ from polyrag.arena.components import component_effects
 from polyrag.arena.games import read_games
 from polyrag.logs import run_logged
 from polyrag.seeds import rng_for
-from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS
 
 log = logging.getLogger("polyrag")
 
@@ -31,9 +30,8 @@ def main() -> None:
     summary = {"judge": judge, "languages": list(sm.params.games), **summary}
     log.info("%s", summary["verdict"])
     log.info("interaction: %s", summary["interaction_note"])
-    if summary["n_questions"] < MIN_BOOTSTRAP_QUESTIONS:
-        log.warning("judge %s: the component effects rest on %d questions: their intervals are not reliable "
-                    "below %d", judge, summary["n_questions"], MIN_BOOTSTRAP_QUESTIONS)
+    for note in summary["notes"]:
+        log.warning("judge %s: %s", judge, note)
     table.to_csv(sm.output.table, index=False)
     with open(sm.output.summary, "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=2)

@@ -240,6 +240,26 @@ def test_the_report_note_and_the_table_read_back(tmp_path):
     assert "F = " in note and "on 1 and 11 df" in note and "12 questions in en, de" in note
 
 
+def test_the_summary_notes_where_its_intervals_are_not_what_their_level_says():
+    """bench_coverage measured the generator's 3-level spread interval conservative (0.965-1.000) and
+    the difference's under 0.95 (0.925) at 12 questions with a factor without effect: the summary
+    (components.json, the report's line and make demo's) says so there, and only there."""
+    rng = np.random.default_rng(13)
+    without_effect = additive(CELLS, {"p0": 0.0, "p1": 0.0}, GENERATORS)
+    _, few = C.component_effects(simulate_clustered_games(without_effect, 12, rng), CELLS, 0.01, 60, rng)
+    assert few["spread_passages_ci_low"] == 0
+    [three_levels, toward_zero] = few["notes"]
+    assert three_levels.startswith("the generator spread's interval is conservative with 3 levels (Bonferroni over their 3 pairs")
+    assert toward_zero.startswith("12 questions and a factor whose spread may be 0: the difference's interval may sit below")
+    assert f"Note: {toward_zero}." in C.report_note(few | {"judge": "j", "languages": ["en"]})
+    two_by_two = crossed(["g0", "g1"], ["p0", "p1"])
+    strong = additive(two_by_two, {"p0": 0.6, "p1": -0.6}, {"g0": 0.8, "g1": -0.8})
+    _, many = C.component_effects(simulate_clustered_games(strong, 30, rng), two_by_two, 0.01, 60, rng)
+    assert many["notes"] == [] and "Note:" not in C.report_note(many | {"judge": "j", "languages": ["en"]})
+    _, tiny = C.component_effects(simulate_clustered_games(strong, 6, rng), two_by_two, 0.01, 60, rng)
+    assert tiny["notes"] == ["6 questions: a question bootstrap's intervals are not reliable below 10"]
+
+
 def test_the_spread_interval_is_the_folded_interval_of_two_levels_difference():
     rng = np.random.default_rng(12)
     samples = rng.normal([0.4, -0.4], 0.2, (200, 2))
