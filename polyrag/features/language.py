@@ -55,9 +55,15 @@ def lingua_detector():
     return LanguageDetectorBuilder.from_all_languages().build()
 
 
+#: lingua's confidences differ between processes in their last bits (up to 7.8e-16: 11 of 30
+#: Yoruba values in two runs of the same code; its sum over languages runs in an order that changes
+#: from process to process): rounded, one config gives one result.
+LINGUA_DECIMALS = 9
+
+
 def lingua_probabilities(text: str) -> dict[str, float]:
     values = lingua_detector().compute_language_confidence_values(text)
-    return {v.language.iso_code_639_1.name.lower(): v.value for v in values}
+    return {v.language.iso_code_639_1.name.lower(): round(v.value, LINGUA_DECIMALS) for v in values}
 
 
 def detector_for(language: str) -> str:

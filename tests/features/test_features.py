@@ -96,6 +96,30 @@ def test_yoruba_uses_a_detector_that_knows_it():
     assert yoruba["target_language"] > 0.5 and yoruba["correct_language"] == 1.0
 
 
+# Thirty texts of the demo's questions in three scripts, each scored by lingua (as for a Yoruba
+# question), printed exactly.
+LINGUA_IN_A_PROCESS = """
+import sys
+from polyrag.data.demo import load_demo
+from polyrag.features.language import language_probabilities
+texts = [p["text"] for lang in ("en", "de", "hi") for r in load_demo(lang, sys.argv[1])[:5] for p in r["passages"][:2]]
+for text in texts:
+    print(repr(sorted(language_probabilities(text, "yo").items())))
+"""
+
+
+@pytest.mark.slow
+def test_lingua_probabilities_are_the_same_in_another_process(repo):
+    """One config, one result: lingua's confidences differed in their last bits from one process to
+    the next (11 of 30 values, up to 7.8e-16); polyrag rounds them (LINGUA_DECIMALS)."""
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", LINGUA_IN_A_PROCESS, str(repo / "resources" / "demo")], cwd=repo,
+                           capture_output=True, text=True, check=True).stdout.splitlines() for _ in range(2)]
+    assert len(runs[0]) == 30 and runs[0] == runs[1]
+
+
 def record(qid, reference="Paris is the capital [a#0].", relevant=("a#0",)):
     return {"query_id": qid, "language": "en", "reference_answer": reference, "relevant_docids": list(relevant),
             "passages": [{"docid": "a#0", "text": "Paris"}, {"docid": "b#0", "text": "Lyon"}]}
