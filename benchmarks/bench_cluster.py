@@ -10,7 +10,9 @@ profiles/slurm exactly as users run it.
 ``--miracl-retrieval [INDEX]`` dry-runs ``miracl_retrieval_config`` instead: MIRACL's English corpus
 (32.9M passages) indexed by BGE-M3 in 64 shards into one index of type INDEX (default ivf_pq),
 searched by the questions of four languages, and prints each retrieval job with its resources
-(docs/retrieval.md#the-dry-run-at-miracl-english-size).
+(docs/retrieval.md#the-dry-run-at-miracl-english-size). ``--mirage-retrieval`` dry-runs
+``mirage_retrieval_config``: MIRAGE-BENCH's 18 languages with two retrievers over MIRACL's corpora
+and 12 RAG systems, and prints the same table, each corpus language's index jobs and the totals.
 
 Prints, per rule, the jobs scheduled, where they run (an sbatch submission, or the submitting
 node for local rules) and how many times each GPU model is loaded; then the totals against the
@@ -65,6 +67,26 @@ def miracl_retrieval_config(index: str = "ivf_pq") -> dict:
     }
 
 
+def mirage_retrieval_config() -> dict:
+    """configs/mirage-bench.yaml (18 languages, 6 models) with retrieval over MIRACL's corpus of each
+    question's language: BM25, and BGE-M3 in bfloat16 (one encoding job per million passages, an
+    ivf_pq index) reranked by bge-reranker-v2-m3; every model a generator of two RAG systems, one per
+    retriever, top 5 (18 contestants: the 6 models on MIRAGE-BENCH's own passages and 12 systems)."""
+    config = yaml.safe_load((REPO / "configs" / "mirage-bench.yaml").read_text())
+    config["retrieval"] = {
+        "corpora": {"miracl": {"source": "miracl"}},
+        # BM25 over English holds 122,758 MB (docs/retrieval.md#bm25-at-scale): a job asks for it
+        "retrievers": {"bm25": {"kind": "bm25", "corpus": "miracl", "resources": {"mem_mb": 124_000}},
+                       "bge-m3": {"kind": "dense", "corpus": "miracl", "model": "BAAI/bge-m3", "dtype": "bfloat16",
+                                  "shard_passages": 1_000_000, "shards": 4, "index": "ivf_pq"}},
+        "rerankers": {"bge": {"kind": "cross_encoder", "model": "BAAI/bge-reranker-v2-m3", "dtype": "bfloat16"}},
+    }
+    config["systems"] = {f"{model}-{retriever}": {"generator": model, "retriever": retriever, "top_k": 5,
+                                                   **({"reranker": "bge"} if retriever == "bge-m3" else {})}
+                         for model in config["models"] for retriever in ("bm25", "bge-m3")}
+    return config
+
+
 def dry_run(config_path: Path, workdir: Path, *args: str) -> tuple[str, float]:
     started = time.perf_counter()
     result = subprocess.run(
@@ -115,9 +137,19 @@ def main() -> None:
     parser.add_argument("--budget", type=float, help="arena.budget share (default: exhaustive)")
     parser.add_argument("--miracl-retrieval", nargs="?", const="ivf_pq", metavar="INDEX",
                         help="dry-run MIRACL-English retrieval with this index type instead")
+    parser.add_argument("--mirage-retrieval", action="store_true",
+                        help="dry-run MIRAGE-BENCH with retrieval over MIRACL's corpora instead")
     args = parser.parse_args()
     if args.miracl_retrieval:
-        print_retrieval_jobs(args.miracl_retrieval)
+        config = miracl_retrieval_config(args.miracl_retrieval)
+        print_retrieval_jobs(config, f"MIRACL English (32,893,221 passages), BAAI/bge-m3 (1,024 dimensions), 64 shards, "
+                                     f"index {args.miracl_retrieval}, questions of {', '.join(config['languages'])}")
+        return
+    if args.mirage_retrieval:
+        config = mirage_retrieval_config()
+        print_retrieval_jobs(config, f"configs/mirage-bench.yaml ({len(config['languages'])} languages, "
+                                     f"{len(config['models'])} models) with {len(config['systems'])} RAG systems over "
+                                     "MIRACL's corpora (BM25; BGE-M3 bfloat16 + bge-reranker-v2-m3)", per_language=True)
         return
     config = scaled_config(args.models, args.budget)
     with tempfile.TemporaryDirectory() as scratch:
@@ -160,27 +192,39 @@ def main() -> None:
 
 #: The cores a dry run may give a job (Snakemake's dry run otherwise caps threads at 1).
 CORES = ("--cores", "256")
-RETRIEVAL_RULES = ["retrieval_corpus", "encode_dense_shard", "dense_index", "retrieve", "system_passages",
-                   "retrieval_metrics", "retrieval_leaderboard"]
+RETRIEVAL_RULES = ["retrieval_corpus", "bm25_index", "encode_dense_shard", "dense_index", "retrieve", "rerank",
+                   "system_passages", "retrieval_metrics", "retrieval_leaderboard"]
 
 
-def print_retrieval_jobs(index: str) -> None:
-    config = miracl_retrieval_config(index)
+def print_retrieval_jobs(config: dict, title: str, per_language: bool = False) -> None:
+    """The config's dry run through profiles/slurm: each retrieval rule's jobs with the most any of
+    them asks for; with ``per_language``, each corpus language's indexes and encoding jobs, and the
+    whole run's jobs and submissions."""
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
-        config_path = workdir / "miracl-retrieval.yaml"
+        config_path = workdir / "retrieval.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         # A dry run gives every job one thread unless told the cores; the SLURM executor caps none.
         output, seconds = dry_run(config_path, workdir, *CORES)
-    jobs = job_table(output)
-    jobs = jobs[jobs["rule"].isin(RETRIEVAL_RULES)]
+    all_jobs = job_table(output)
+    jobs = all_jobs[all_jobs["rule"].isin(RETRIEVAL_RULES)]
     local = local_rules()
     table = jobs.groupby("rule", sort=False).agg(jobs=("rule", "size"), threads=("threads", "max"), gpu=("gpu", "max"),
                                                  mem_mb=("mem_mb", "max"), runtime_min=("runtime", "max"))
     table["where"] = ["submitting node" if rule in local else "sbatch" for rule in table.index]
-    print(f"MIRACL English (32,893,221 passages), BAAI/bge-m3 (1,024 dimensions), 64 shards, index {index}, "
-          f"questions of {', '.join(config['languages'])}; dry run {seconds:.1f} s\n")
+    print(f"{title}; dry run {seconds:.1f} s\n")
     print(table.reindex([rule for rule in RETRIEVAL_RULES if rule in table.index]).to_markdown())
+    if not per_language:
+        return
+    indexes = jobs[jobs["rule"].isin(["bm25_index", "dense_index", "encode_dense_shard"])].copy()
+    indexes["corpus_lang"] = indexes["wildcards"].str.extract(r"corpus_lang=([^,\s]+)", expand=False)
+    indexes["retriever"] = indexes["wildcards"].str.extract(r"retriever=([^,\s]+)", expand=False)
+    by_language = indexes.pivot_table(index="corpus_lang", columns="rule", values="retriever", aggfunc="size",
+                                      fill_value=0)
+    print(f"\nIndex jobs per corpus language (one index per retriever and corpus language):\n")
+    print(by_language.to_markdown())
+    print(f"\njobs scheduled {len(all_jobs)}, sbatch submissions {int((~all_jobs['local']).sum())}, "
+          f"GPU jobs {int((all_jobs['gpu'] > 0).sum())}, of them encoding {int((jobs['rule'] == 'encode_dense_shard').sum())}")
 
 
 if __name__ == "__main__":

