@@ -6,7 +6,8 @@ throughput does not depend on the weights' values), saved with a word-level toke
 synthetic text to a temporary folder, and loaded by polyrag's own classes, so that what is timed is
 the code the workflow runs:
 
-a. NLI pair classification (``polyrag.features.support.NLIScorer``), mDeBERTa-v3-base shape;
+a. NLI pair classification (``polyrag.features.support.NLIScorer``), mDeBERTa-v3-base shape, float32 and
+   bfloat16;
 b. reranking (``polyrag.features.reranker.Reranker``, sentence-transformers' CrossEncoder),
    bge-reranker-v2-m3 shape (XLM-RoBERTa large), float32 and bfloat16;
 c. MARS encoder-judge training (``polyrag.mars.encoder_judge.train_transformers_judge``),
@@ -238,13 +239,15 @@ class Bench:
             path = self.pair_classifier("nli", DebertaV2Config, DebertaV2ForSequenceClassification, MDEBERTA_V3_BASE,
                                         QUICK, {0: "entailment", 1: "neutral", 2: "contradiction"})
             length = self.seq(256)
-            for batch in self.args.batches:
-                scorer = NLIScorer(str(path), device=self.device, batch_size=batch, max_length=512)
-                premises, hypotheses = self.pairs(batch * self.args.steps, length)
-                seconds = self.timed(lambda: scorer.probabilities(premises, hypotheses), self.args.repeats)
-                self.add("nli", "NLIScorer.probabilities", "mDeBERTa-v3-base", f"batch {batch}, {length} tokens",
-                         "pairs/s", len(premises) / seconds, "pairs/s", seconds)
-                del scorer
+            for dtype in ("float32", "bfloat16"):
+                for batch in self.args.batches:
+                    scorer = NLIScorer(str(path), device=self.device, batch_size=batch, max_length=512, dtype=dtype)
+                    premises, hypotheses = self.pairs(batch * self.args.steps, length)
+                    seconds = self.timed(lambda: scorer.probabilities(premises, hypotheses), self.args.repeats)
+                    self.add("nli", "NLIScorer.probabilities", "mDeBERTa-v3-base",
+                             f"{dtype}, batch {batch}, {length} tokens", "pairs/s", len(premises) / seconds, "pairs/s",
+                             seconds)
+                    del scorer
 
     def reranker(self) -> None:
         from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification

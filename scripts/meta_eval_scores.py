@@ -17,7 +17,8 @@ def scorer_function(sm):
     if sm.wildcards.scorer == "nli":
         from polyrag.features.support import NLIScorer
 
-        nli = NLIScorer(sm.params.nli["model"], batch_size=sm.params.nli["batch_size"])
+        options = sm.params.nli  # the nli feature's model entry
+        nli = NLIScorer(options["model"], options["device"], options["batch_size"], options["max_length"], options["dtype"])
         return lambda sentences: nli_scores(sentences, nli)
     from polyrag.features.embedding import e5_store
 

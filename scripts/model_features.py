@@ -9,7 +9,7 @@ from polyrag.logs import run_logged
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
     options = sm.params.options
-    model_options = (options["model"], options["device"], options["batch_size"], options["max_length"])
+    model_options = (options["model"], options["device"], options["batch_size"], options["max_length"], options["dtype"])
     if sm.rule == "nli_features":
         from polyrag.features.support import NLIScorer, support_features
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from polyrag.features.sentences import cited_sentences
 from polyrag.systems.passages import given_passages
+from polyrag.torch_runtime import resolve_device, to_precision
 
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
@@ -25,16 +26,18 @@ def label_index(id2label: dict, name: str) -> int:
 
 
 class NLIScorer:
-    """A sequence-pair classifier from the Hub (or a local path), batched."""
+    """A sequence-pair classifier from the Hub (or a local path), batched, in ``dtype``
+    (``torch_runtime.PRECISIONS``; its probabilities are computed in float32 whatever it runs in)."""
 
-    def __init__(self, model: str, device: str = "auto", batch_size: int = 32, max_length: int = 512):
+    def __init__(self, model: str, device: str = "auto", batch_size: int = 32, max_length: int = 512,
+                 dtype: str = "float32"):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self._torch = torch
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device = resolve_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        self.model = AutoModelForSequenceClassification.from_pretrained(model).to(self.device).eval()
+        self.model = to_precision(AutoModelForSequenceClassification.from_pretrained(model).to(self.device).eval(), dtype)
         id2label = self.model.config.id2label
         self.entailment = label_index(id2label, "entail")
         self.neutral = label_index(id2label, "neutral")

@@ -100,3 +100,17 @@ def test_meta_eval_nli_scores_take_the_best_passage(nli_path):
         one_by_one = [scorer.probabilities([p], [sentences["sentence"][k]])[0, scorer.entailment] for p in context]
         assert row["score"] == pytest.approx(max(one_by_one), abs=1e-5)
     assert list(scores["task"]) == ["faithfulness"] * 3
+
+
+def test_nli_features_in_bfloat16_agree_with_float32(nli_path):
+    """features.nli.dtype: bfloat16 runs the classifier's weights in 16 bits (on a GPU: several times
+    float32's pairs/s); its probabilities are taken in float32, within bfloat16's precision of the
+    float32 model's."""
+    records, answers = records_and_answers()
+    full, half = (support_features(NLIScorer(str(nli_path), device=DEVICE, batch_size=2, dtype=dtype), records, answers)
+                  for dtype in ("float32", "bfloat16"))
+    assert [r["support_entailment"] is None for r in half] == [r["support_entailment"] is None for r in full]
+    for a, b in zip(full[:3], half[:3]):
+        assert b["support_entailment"] == pytest.approx(a["support_entailment"], abs=0.02)
+        assert b["support_neutral"] == pytest.approx(a["support_neutral"], abs=0.02)
+    assert next(NLIScorer(str(nli_path), device=DEVICE, dtype="bfloat16").model.parameters()).dtype == torch.bfloat16
