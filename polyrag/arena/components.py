@@ -400,8 +400,8 @@ def coverage_notes(summary: dict, design: Design) -> list[str]:
     for factor, levels in ((PASSAGES, design.passages), (GENERATOR, design.generators)):
         if len(levels) > 2:
             notes.append(f"the {factor} spread's interval is conservative with {len(levels)} levels (Bonferroni over "
-                         f"their {len(levels) * (len(levels) - 1) // 2} pairs; it held a 95% level's truth 0.965-1.000 "
-                         "of the time)")
+                         f"their {len(levels) * (len(levels) - 1) // 2} pairs; at 3 levels it held a 95% level's truth "
+                         "0.965-1.000 of the time, and more levels widen it further)")
     if summary["n_questions"] < MIN_BOOTSTRAP_QUESTIONS:
         notes.append(f"{summary['n_questions']} questions: a question bootstrap's intervals are not reliable below "
                      f"{MIN_BOOTSTRAP_QUESTIONS}")
