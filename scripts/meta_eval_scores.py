@@ -3,6 +3,7 @@ for every MEMERAG language, with the scorer's model loaded once."""
 
 import pandas as pd
 
+from polyrag.config.queries import feature_model_options
 from polyrag.logs import run_logged
 from polyrag.meta_eval.evaluators import mars_judge_scores, nli_scores, similarity_scores
 
@@ -17,8 +18,8 @@ def scorer_function(sm):
     if sm.wildcards.scorer == "nli":
         from polyrag.features.support import NLIScorer
 
-        options = sm.params.nli  # the nli feature's model entry
-        nli = NLIScorer(options["model"], options["device"], options["batch_size"], options["max_length"], options["dtype"])
+        entry = sm.params.nli  # the nli feature's model entry
+        nli = NLIScorer(entry["model"], **feature_model_options(entry))
         return lambda sentences: nli_scores(sentences, nli)
     from polyrag.features.embedding import e5_store
 

@@ -2,23 +2,24 @@
 passage and answer text): support_entailment/support_neutral, or reranker_score. The feature
 model is loaded once for every language of the answering model."""
 
+from polyrag.config.queries import feature_model_options
 from polyrag.features.table import read_aligned_languages, write_features
 from polyrag.logs import run_logged
 
 
 def main() -> None:
     sm = snakemake  # noqa: F821 - provided by Snakemake
-    options = sm.params.options
-    model_options = (options["model"], options["device"], options["batch_size"], options["max_length"], options["dtype"])
+    entry = sm.params.options
     if sm.rule == "nli_features":
         from polyrag.features.support import NLIScorer, support_features
 
-        scorer, columns = NLIScorer(*model_options), ["support_entailment", "support_neutral"]
+        scorer, columns = NLIScorer(entry["model"], **feature_model_options(entry)), ["support_entailment", "support_neutral"]
         score = support_features
     else:
         from polyrag.features.reranker import Reranker, reranker_features
 
-        scorer, columns, score = Reranker(*model_options), ["reranker_score"], reranker_features
+        scorer, columns = Reranker(entry["model"], **feature_model_options(entry)), ["reranker_score"]
+        score = reranker_features
     for (records, answers), output in zip(read_aligned_languages(sm.input.questions, sm.input.answers), sm.output):
         write_features(score(scorer, records, answers), columns, output)
 

@@ -275,6 +275,12 @@ def finetune_adapter_dir(config: dict) -> str:
 EMBEDDING_RESOURCES = {"gpu": 0, "mem_mb": 2000, "runtime": 30, "threads": 1}
 
 
+def feature_model_options(entry: dict) -> dict:
+    """What a feature model's entry (``features.nli``, ``features.reranker``) asks of its model
+    (``NLIScorer``, ``Reranker``) beside its name."""
+    return {key: entry[key] for key in ("device", "batch_size", "max_length", "dtype")}
+
+
 def embedding_resources(config: dict, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of the embedding_similarity jobs: the defaults, then
     features.embedding_resources; attempt k asks for k times the runtime, as ``model_resources``."""
