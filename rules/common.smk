@@ -21,6 +21,7 @@ try:
         Path(workflow.basedir) / "schemas" / "config.schema.yaml",
         source=CONFIG_SOURCE,
         workflow_dir=workflow.basedir,
+        check_models=workflow.is_main_process,  # where the run starts (a dry run too), not again in each job
     )
 except ConfigError as error:
     # One line naming the file and key, before any job is scheduled.

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from polyrag.config.patterns import LANG, check_placeholders
+from polyrag.config.retrieval import corpus_language
 from polyrag.errors import ConfigError, DataError
 from polyrag.meta_eval.memerag import memerag_file
 from polyrag.systems.answer_files import (answer_paths, corpus_paths, passage_file_paths, passage_file_spec,
@@ -84,12 +86,94 @@ def system_answer_files(config: dict, model: str) -> list[str]:
     return system_files(entry, config["languages"])
 
 
+#: The shipped demo corpus's question files, under the workflow's folder (DEMO_CORPUS_DIRS in the rules).
+DEMO_CORPUS = Path("resources") / "demo"
+
+
+def corpus_needs(config: dict) -> list[tuple[str, str, str, str]]:
+    """(corpus, language, retriever, key) for each language of a corpus that a retriever indexes,
+    each (corpus, language) once: ``key`` is the config key that asks for that language
+    (``languages``, the retriever's ``corpus_language``, a pooled corpus's ``languages``)."""
+    retrieval = config.get("retrieval")
+    needs: dict[tuple[str, str], tuple[str, str]] = {}
+    for name, entry in (retrieval["retrievers"] if retrieval else {}).items():
+        pooled = retrieval["corpora"][entry["corpus"]]["languages"]
+        for lang in config["languages"]:
+            if pooled:
+                for corpus_lang in pooled:
+                    needs.setdefault((entry["corpus"], corpus_lang), (name, f"retrieval.corpora.{entry['corpus']}.languages"))
+            else:
+                key = f"retrieval.retrievers.{name}.corpus_language" if entry["corpus_language"] else "languages"
+                needs.setdefault((entry["corpus"], corpus_language(config, name, lang)), (name, key))
+    return [(corpus, lang, name, key) for (corpus, lang), (name, key) in needs.items()]
+
+
+def corpus_source_path(entry: dict, lang: str, workflow_dir: Path) -> Path | None:
+    """The local file (folder, for a local MIRACL copy) the corpus job of ``entry``
+    (``retrieval.corpora.{name}``) reads for ``lang``; None for a download."""
+    if entry["source"] == "file":
+        return Path(entry["file"].replace(LANG, lang))
+    if entry["source"] == "demo":
+        return workflow_dir / DEMO_CORPUS / f"{lang}.jsonl"
+    if entry["miracl"] and entry["miracl"]["dir"]:
+        from polyrag.retrieval.miracl import FOLDER  # here: as polyrag.config.retrieval does
+
+        return Path(entry["miracl"]["dir"]) / FOLDER.format(lang=lang)
+    return None
+
+
+def check_corpora(config: dict, source: str, workflow_dir: Path) -> None:
+    """Every corpus language a retriever indexes can be read: its file (source file), the demo's
+    questions of that language (source demo), MIRACL's language (its local copy's folder)."""
+    from polyrag.retrieval.miracl import LANGUAGES, SHARDS
+
+    for corpus, lang, retriever, key in corpus_needs(config):
+        entry = config["retrieval"]["corpora"][corpus]
+        path = corpus_source_path(entry, lang, workflow_dir)
+        asked = f"corpus {corpus!r} in {lang!r}, which retriever {retriever!r} indexes for {key}"
+        if entry["source"] == "file" and not path.is_file():
+            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.file: {path} does not exist ({asked}); write that "
+                              f"file, or change {key}")
+        if entry["source"] == "demo" and not path.is_file():
+            shipped = ", ".join(sorted(p.stem for p in path.parent.glob("*.jsonl")))
+            raise ConfigError(f"{source}: {key}: the demo corpus {corpus!r} has no language {lang!r} ({path} does not "
+                              f"exist; it has {shipped})")
+        if entry["source"] == "miracl" and path is not None and not any(path.glob(SHARDS)):
+            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.miracl.dir: {path} holds no {SHARDS} ({asked})")
+        if entry["source"] == "miracl" and path is None and lang not in LANGUAGES:
+            raise ConfigError(f"{source}: {key}: MIRACL's corpus ({corpus!r}) has no language {lang!r} (it has "
+                              f"{', '.join(sorted(LANGUAGES))})")
+
+
+def single_paths(config: dict) -> dict[str, str]:
+    """The config's local folders and single files by key: no ``{lang}`` in them (rules read them
+    as they are)."""
+    paths = {"data.dir": config["data"]["dir"]}
+    if config["meta_eval"]:
+        paths["meta_eval.dir"] = config["meta_eval"]["dir"]
+    if config["mars"]:
+        paths |= {"mars.gold.dir": config["mars"]["gold"]["dir"], "mars.few_shot.file": config["mars"]["few_shot"]["file"],
+                  "mars.calibration.path": config["mars"]["calibration"].get("path")}
+    if config["finetune"] and config["finetune"].get("training"):
+        paths["finetune.training.dir"] = config["finetune"]["training"]["dir"]
+    paths |= {f"judges.{name}.dir": entry.get("dir") for name, entry in config["judges"].items()}
+    for lang, path in ((config["arena"]["human_labels"] or {}).get("labels") or {}).items():
+        paths[f"arena.human_labels.labels.{lang}"] = path
+    for name, entry in ((config.get("retrieval") or {}).get("corpora") or {}).items():
+        paths[f"retrieval.corpora.{name}.miracl.dir"] = (entry.get("miracl") or {}).get("dir")
+    return {key: path for key, path in paths.items() if isinstance(path, str)}
+
+
 def _from_variable(value: str, variable: str) -> str:
     return f" (from ${variable})" if os.environ.get(variable) == value else ""
 
 
-def check_local_data(config: dict, source: str, training_languages: list[str], gold_pairs: list[str]) -> None:
-    """Every local data file the config implies exists; else one message naming the key."""
+def check_local_data(config: dict, source: str, training_languages: list[str], gold_pairs: list[str],
+                     workflow_dir: Path = Path(".")) -> None:
+    """Every local data file the config implies exists; else one message naming the key.
+    ``workflow_dir``: the folder the shipped demo corpus lies under."""
+    for key, path in single_paths(config).items():
+        check_placeholders(f"{source}: {key}", path, allowed=())
     data = config["data"]
     for lang in config["languages"]:
         for path in question_files(config, lang):
@@ -134,3 +218,4 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: models.{name}.corpus: {path} does not exist (the passages the docids of "
                                   f"system {name!r} are looked up in)")
+    check_corpora(config, source, workflow_dir)

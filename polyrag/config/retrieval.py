@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import GENERATOR, SYSTEM, run_name
 from polyrag.config.resolve import baseline_entry
 from polyrag.errors import ConfigError
@@ -96,6 +97,8 @@ def check_retrieval(config: dict, source: str = "config") -> None:
         where = f"{source}: retrieval.corpora.{name}"
         if (corpus["source"] == "file") != (corpus["file"] is not None):
             raise ConfigError(f"{where}.file: a corpus of source file needs file: (and only it takes one)")
+        if corpus["file"] is not None:
+            check_placeholders(f"{where}.file", corpus["file"])
         if corpus["file"] is not None and "{lang}" not in corpus["file"]:
             raise ConfigError(f"{where}.file: {corpus['file']!r} has no {{lang}}; a corpus is one file per language key")
         if corpus["miracl"] is not None and corpus["source"] != "miracl":

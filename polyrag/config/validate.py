@@ -18,6 +18,8 @@ from jsonschema.exceptions import best_match
 
 from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
+from polyrag.config.models import check_model_sources
+from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import (SYSTEM, control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
                                     wrong_language_source)
@@ -169,6 +171,9 @@ def check_judge_backends(config: dict, source: str) -> None:
 def check_language_files(prefix: str, files: dict[str, str | None], what: str, example: str) -> None:
     """Files given one per language key (the first of ``files`` holds {lang}), of a type polyrag reads:
     a system's answers and corpus, or a model's passage file and corpus. ``prefix``: the source and key."""
+    for key, path in files.items():
+        if path is not None:
+            check_placeholders(f"{prefix}.{key}", path)
     first, pattern = next(iter(files.items()))
     if LANG not in pattern:
         raise ConfigError(f"{prefix}.{first}: {pattern!r} has no {LANG}; {what} one file per language key (e.g. {example})")
@@ -179,11 +184,13 @@ def check_language_files(prefix: str, files: dict[str, str | None], what: str, e
 
 
 def validate_config(config: dict, schema_path: str | Path, source: str = "config",
-                    workflow_dir: str | Path | None = None) -> dict:
+                    workflow_dir: str | Path | None = None, check_models: bool = False) -> dict:
     """Validate ``config`` in place, filling defaults; raise ConfigError naming ``source`` and the key.
 
     ``workflow_dir`` (default: the schema's parent folder) anchors relative data paths that do
-    not exist in the working directory (``resolve_local_data``)."""
+    not exist in the working directory (``resolve_local_data``). ``check_models``: also check that
+    every Hugging Face model it names can be loaded from here (``polyrag.config.models``; where the
+    run starts, not in each job)."""
     if not isinstance(config, dict) or not config:
         raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
     check_names(config, source)
@@ -194,7 +201,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     error = best_match(validator.iter_errors(config))
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
-    resolve_local_data(config, Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent)
+    workflow_dir = Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent
+    resolve_local_data(config, workflow_dir)
     check_mock_passages(config, source)
     add_baselines(config, source)
     check_retrieval(config, source)
@@ -211,8 +219,10 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     if config["arena"]["human_labels"] is not None:
         check_human_labels(config, source)  # after the student joined: its judge may judge the student
     check_local_data(config, source, finetune_languages(config) if config["finetune"] else [],
-                     mars_gold_pairs(config) if config["mars"] else [])
+                     mars_gold_pairs(config) if config["mars"] else [], workflow_dir)
     check_known_truths(config, source)
+    if check_models:
+        check_model_sources(config, source)
     return config
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from polyrag.errors import DataError
 from polyrag.progress import progress
 from polyrag.retrieval.corpus import POOLED, indexed_texts, split_pooled_docid
+from polyrag.retrieval.index_files import check_files, reading, write_files
 from polyrag.retrieval.runs import empty_run, make_run
 from polyrag.retrieval.tokenize import Tokenizer
 
@@ -90,17 +91,22 @@ class BM25Index:
         settings = ({"language": POOLED, "stem": self.tokenizer.stem, "stopwords": self.tokenizer.stopwords}
                     if self.pooled else self.tokenizer.settings())
         (folder / SETTINGS).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+        write_files(folder)  # last: the folder is whole
 
     @classmethod
     def load(cls, folder: str | Path, mmap: bool = False) -> BM25Index:
+        """The index saved in ``folder``; a damaged one (a file missing, truncated or unreadable)
+        stops with one line naming the folder and how to rebuild it."""
         import bm25s
 
         folder = Path(folder)
         if not (folder / SETTINGS).exists():
             raise DataError(f"{folder}: not a BM25 index written by polyrag (no {SETTINGS})")
-        settings = json.loads((folder / SETTINGS).read_text(encoding="utf-8"))
-        retriever = bm25s.BM25.load(folder, mmap=mmap, show_progress=False, verbosity=0)
-        docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))
+        check_files(folder, "BM25")
+        with reading(folder, "BM25"):
+            settings = json.loads((folder / SETTINGS).read_text(encoding="utf-8"))
+            retriever = bm25s.BM25.load(folder, mmap=mmap, show_progress=False, verbosity=0)
+            docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))
         if len(docids) != retriever.scores["num_docs"]:
             raise DataError(f"{folder}: {len(docids)} docids for an index of {retriever.scores['num_docs']} passages")
         if settings["language"] == POOLED:

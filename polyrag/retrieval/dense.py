@@ -47,6 +47,7 @@ import pandas as pd
 
 from polyrag.errors import DataError
 from polyrag.retrieval.corpus import indexed_texts
+from polyrag.retrieval.index_files import check_files, reading, write_files
 from polyrag.retrieval.runs import empty_run, make_run
 from polyrag.torch_runtime import to_precision
 
@@ -434,19 +435,25 @@ class DenseIndex:
         faiss.write_index(self.index, str(folder / INDEX_FILE))
         (folder / DOCIDS).write_text(json.dumps(self.docids, ensure_ascii=False), encoding="utf-8")
         (folder / SETTINGS).write_text(json.dumps(self.settings, indent=1) + "\n", encoding="utf-8")
+        write_files(folder)  # last: the folder is whole
 
     @classmethod
     def load(cls, folder: str | Path) -> DenseIndex:
+        """The index saved in ``folder``; a damaged one (a file missing, truncated or unreadable)
+        stops with one line naming the folder and how to rebuild it."""
         import faiss
 
         folder = Path(folder)
         if not (folder / SETTINGS).exists():
             raise DataError(f"{folder}: not a dense index written by polyrag (no {SETTINGS})")
-        index = faiss.read_index(str(folder / INDEX_FILE))
-        docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))
+        check_files(folder, "dense")
+        with reading(folder, "dense"):
+            index = faiss.read_index(str(folder / INDEX_FILE))
+            docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))
+            settings = json.loads((folder / SETTINGS).read_text(encoding="utf-8"))
         if len(docids) != index.ntotal:
             raise DataError(f"{folder}: {len(docids)} docids for an index of {index.ntotal} vectors")
-        return cls(index, docids, json.loads((folder / SETTINGS).read_text(encoding="utf-8")))
+        return cls(index, docids, settings)
 
     def search_vectors(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows) of the top ``k`` per query vector; row -1 where fewer were found."""

@@ -33,6 +33,8 @@ SIZES = {
     "fr": 14_636_953, "hi": 506_264, "id": 1_446_315, "ja": 6_953_614, "ko": 1_486_752, "ru": 9_543_918,
     "sw": 131_924, "te": 518_079, "th": 542_166, "zh": 4_934_368,
 }
+#: MIRACL's corpus languages: SIZES's and the two added later.
+LANGUAGES = frozenset([*SIZES, "de", "yo"])
 #: What a corpus of source miracl takes under ``miracl:`` (the config's defaults).
 OPTIONS = {"dataset": DATASET, "revision": None, "dir": None}
 
@@ -65,5 +67,5 @@ def corpus_files(language: str, options: dict, cache_dir: str | Path) -> list[Pa
     files = sorted((root / folder).glob(SHARDS), key=shard_number)
     if not files:
         raise DataError(f"{root / folder}: no {SHARDS} files: MIRACL's corpus has no language {language!r} there "
-                        f"(MIRACL's languages: {', '.join(sorted([*SIZES, 'de', 'yo']))})")
+                        f"(MIRACL's languages: {', '.join(sorted(LANGUAGES))})")
     return files

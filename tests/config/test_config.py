@@ -105,6 +105,14 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c.update(languages=["en", "de\n"]), "languages.1: invalid language key 'de\\n'"),
         (lambda c: c["arena"].update(budget_by_language={"de": {"games": 40}, "fr": {"share": 0.5}}),
          "arena.budget_by_language: ['fr'] not among languages ['en', 'de', 'hi', 'zh']"),
+        # A user's path becomes a Snakemake input: a placeholder other than {lang} would be a wildcard.
+        (lambda c: c["models"].update(mine={"backend": "file", "answers": "mine/{lang}{x}.jsonl"}),
+         "models.mine.answers: 'mine/{lang}{x}.jsonl' holds {x}; the only placeholder it takes is {lang} (the language "
+         "key), and any other brace is a Snakemake wildcard"),
+        (lambda c: c["models"]["gemma-270m"].update(passages={"file": "run/{lang}/{split}.jsonl"}),
+         "models.gemma-270m.passages.file: 'run/{lang}/{split}.jsonl' holds {split}; the only placeholder"),
+        (lambda c: c["meta_eval"].update(dir="memerag/{lang}"),
+         "meta_eval.dir: 'memerag/{lang}' holds {lang}; it takes no placeholder"),
         (lambda c: c["data"].update(source="mirage_bench"),
          "judges.reference.weights.similarity: the reference judge 'reference' compares answers with the reference "
          "answer, which data.source mirage_bench does not have; set judges.reference.weights.similarity: 0"),

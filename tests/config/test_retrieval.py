@@ -213,3 +213,62 @@ def test_shard_passages_gives_each_corpus_language_its_own_number_of_encoding_jo
     fixed = {**resolved["retrieval"]["retrievers"]["bge"], "shards": 33}
     assert english == index_resources(fixed, "encode", 32_893_221, 1024)  # as if shards: 33 had been written
     assert retriever_for_language(resolved, "e5", "en") is resolved["retrieval"]["retrievers"]["e5"]
+
+
+def file_corpus(config, tmp_path, languages=("en", "de", "hi", "zh")):
+    """The config's bm25 retriever on a corpus of source file with a file for ``languages`` only."""
+    for lang in languages:
+        (tmp_path / f"{lang}.jsonl").write_text('{"docid": "d1", "title": "", "text": "x"}\n')
+    config["retrieval"]["corpora"]["fc"] = {"source": "file", "file": f"{tmp_path}/{{lang}}.jsonl"}
+    config["retrieval"]["retrievers"]["bm25"]["corpus"] = "fc"
+    return config
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda c, tmp: (tmp / "de.jsonl").unlink(),
+     "retrieval.corpora.fc.file: {tmp}/de.jsonl does not exist (corpus 'fc' in 'de', which retriever 'bm25' indexes "
+     "for languages); write that file, or change languages"),
+    (lambda c, tmp: c["retrieval"]["retrievers"]["bm25"].update(corpus_language="fr"),
+     "retrieval.corpora.fc.file: {tmp}/fr.jsonl does not exist (corpus 'fc' in 'fr', which retriever 'bm25' indexes "
+     "for retrieval.retrievers.bm25.corpus_language); write that file, or change "
+     "retrieval.retrievers.bm25.corpus_language"),
+    (lambda c, tmp: c["retrieval"]["retrievers"]["e5"].update(corpus_language="fr"),
+     "retrieval.retrievers.e5.corpus_language: the demo corpus 'demo' has no language 'fr' ({repo}/resources/demo/"
+     "fr.jsonl does not exist; it has ar, de, en, es, hi, zh)"),
+    (lambda c, tmp: c["retrieval"]["corpora"].update(pool={"source": "demo", "languages": ["en", "fr"]})
+     or c["retrieval"]["retrievers"]["e5"].update(corpus="pool"),
+     "retrieval.corpora.pool.languages: the demo corpus 'pool' has no language 'fr' ({repo}/resources/demo/fr.jsonl "
+     "does not exist; it has ar, de, en, es, hi, zh)"),
+    (lambda c, tmp: c["retrieval"]["corpora"].update(mc={"source": "miracl"})
+     or c["retrieval"]["retrievers"]["e5"].update(corpus="mc", corpus_language="la"),
+     "retrieval.retrievers.e5.corpus_language: MIRACL's corpus ('mc') has no language 'la' (it has ar, bn, de, en, es, "
+     "fa, fi, fr, hi, id, ja, ko, ru, sw, te, th, yo, zh)"),
+    (lambda c, tmp: c["retrieval"]["corpora"].update(mc={"source": "miracl", "miracl": {"dir": "/nowhere"}})
+     or c["retrieval"]["retrievers"]["e5"].update(corpus="mc", corpus_language="sw"),
+     "retrieval.corpora.mc.miracl.dir: /nowhere/miracl-corpus-v1.0-sw holds no docs-*.jsonl.gz (corpus 'mc' in 'sw', "
+     "which retriever 'e5' indexes for retrieval.retrievers.e5.corpus_language)"),
+])
+def test_a_corpus_language_no_file_or_source_has_is_refused_at_start(config, repo, tmp_path, edit, expected):
+    """Before any job: each language a retriever indexes can be read from its corpus's source
+    (the corpus job would otherwise fail on it), named with the key that asks for it."""
+    config = file_corpus(config, tmp_path)
+    edit(config, tmp_path)
+    assert refusal(config, repo) == "my.yaml: " + expected.format(tmp=tmp_path, repo=repo)
+
+
+def test_a_corpus_with_every_file_passes(config, repo, tmp_path):
+    check(file_corpus(config, tmp_path), repo)
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda c, tmp: c["retrieval"]["corpora"]["fc"].update(file=f"{tmp}/{{lang}}{{x}}.jsonl"),
+     "retrieval.corpora.fc.file: '{tmp}/{{lang}}{{x}}.jsonl' holds {{x}}; the only placeholder it takes is {{lang}} "
+     "(the language key), and any other brace is a Snakemake wildcard"),
+    (lambda c, tmp: c["retrieval"]["corpora"].update(mc={"source": "miracl", "miracl": {"dir": "/data/{corpus}"}}),
+     "retrieval.corpora.mc.miracl.dir: '/data/{{corpus}}' holds {{corpus}}; it takes no placeholder, and any other "
+     "brace is a Snakemake wildcard"),
+])
+def test_a_placeholder_other_than_lang_is_refused_with_its_key(config, repo, tmp_path, edit, expected):
+    config = file_corpus(config, tmp_path)
+    edit(config, tmp_path)
+    assert refusal(config, repo) == "my.yaml: " + expected.format(tmp=tmp_path)

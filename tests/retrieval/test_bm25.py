@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from polyrag.errors import DataError
 from polyrag.retrieval.bm25 import B, K1, BM25Index
 from polyrag.retrieval.corpus import demo_corpus, indexed_texts
 from polyrag.retrieval.runs import make_run
@@ -83,6 +84,29 @@ def test_the_index_saved_and_loaded_searches_alike_and_keeps_string_docids(tmp_p
     first, again = index.search(queries, k=20), loaded.search(queries, k=20)
     assert first.equals(again)
     assert first["docid"].str.startswith("0").all()
+
+
+def test_a_truncated_index_file_is_named_with_its_folder_and_how_to_rebuild_it(tmp_path, repo):
+    """A file cut short (a copy or a job stopped mid-write) stops the retrieve job with one line
+    naming the index folder, the file and the command that rebuilds it (before: bm25s's "ValueError:
+    Failed to read all data for array"); damage that keeps the size, or a folder saved without the
+    size record, is named the same way."""
+    folder = tmp_path / "results" / "bm25"
+    BM25Index.build(demo_corpus("en", repo / "resources" / "demo"), "en").save(folder)
+    data = folder / "data.csc.index.npy"
+    whole = data.read_bytes()
+    data.write_bytes(whole[:-8])
+    with pytest.raises(DataError) as error:
+        BM25Index.load(folder)
+    assert str(error.value) == (f"{folder}: the BM25 index is damaged (data.csc.index.npy is {len(whole) - 8:,} bytes, "
+                                f"saved as {len(whole):,}); rebuild it: snakemake --forcerun {folder} (with your target "
+                                "and options), or delete the folder and rerun")
+    (folder / "polyrag_files.json").unlink()  # as an index saved before the record: the library's error, named
+    with pytest.raises(DataError, match=rf"^{folder}: the BM25 index is damaged \(ValueError: .+\); rebuild it: "
+                                        rf"snakemake --forcerun {folder} "):
+        BM25Index.load(folder)
+    data.write_bytes(whole)
+    assert len(BM25Index.load(folder).docids) > 0  # whole again: read as before
 
 
 def test_only_passages_sharing_a_token_with_the_question_are_retrieved():

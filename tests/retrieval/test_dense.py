@@ -153,6 +153,22 @@ def test_ivf_probing_every_cell_is_exact_and_saved_indexes_search_alike(tmp_path
         np.testing.assert_array_equal(loaded.search_vectors(queries, 10)[1], index.search_vectors(queries, 10)[1])
 
 
+def test_a_truncated_faiss_index_is_named_with_its_folder_and_how_to_rebuild_it(tmp_path):
+    folder = tmp_path / "dense"
+    DenseIndex.build(unit(np.random.default_rng(3), 50, 16), [str(i) for i in range(50)]).save(folder)
+    index_file = folder / "index.faiss"
+    whole = index_file.read_bytes()
+    index_file.write_bytes(whole[:100])
+    with pytest.raises(DataError) as error:
+        DenseIndex.load(folder)
+    assert str(error.value) == (f"{folder}: the dense index is damaged (index.faiss is 100 bytes, saved as "
+                                f"{len(whole):,}); rebuild it: snakemake --forcerun {folder} (with your target and "
+                                "options), or delete the folder and rerun")
+    (folder / "polyrag_files.json").unlink()  # no size record: faiss's read error, named alike
+    with pytest.raises(DataError, match=rf"^{folder}: the dense index is damaged \(RuntimeError: .+\); rebuild it"):
+        DenseIndex.load(folder)
+
+
 def hits_at_5(run, relevant):
     top = run[run["rank"] <= 5]
     return sum(bool(set(top["docid"][top["query_id"] == q]) & relevant[q]) for q in relevant)

@@ -18,6 +18,13 @@ from bench_cluster import CORES, job_table, miracl_retrieval_config, scaled_conf
 from tests.helpers.workflow import dry_run, scheduled_jobs, tiny_config  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def no_model_check(monkeypatch):
+    """These dry runs plan cluster configs that name hub models (and made-up ones: example/judge),
+    which this machine cannot load: the check of models at start is tested in tests/config/test_models.py."""
+    monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")
+
+
 def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):
     tiny_config(repo, tmp_path, languages=["en", "de", "hi"],
                 **{f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 20, 50, 80)})

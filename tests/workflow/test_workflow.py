@@ -535,7 +535,8 @@ def test_lint_is_clean(repo):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_cluster_dry_run_requests_gpus_per_model(repo):
+def test_cluster_dry_run_requests_gpus_per_model(repo, monkeypatch):
+    monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")  # mirage-bench.yaml's hub models: offline here
     profile = yaml.safe_load((repo / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm" and "slurm_extra" not in str(profile)
     result = subprocess.run(
@@ -551,9 +552,10 @@ def test_cluster_dry_run_requests_gpus_per_model(repo):
     assert len(jobs) == 6  # one generation job per model, for all 18 languages
 
 
-def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path):
+def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path, monkeypatch):
     """The README's command, target before --configfile (which takes every argument after it as a
     config file), through profiles/slurm on a machine without conda: jobs inherit this environment."""
+    monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")  # mirage-bench.yaml's hub models: offline here
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--profile", str(repo / "profiles" / "slurm"),
          "-n", "results/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
