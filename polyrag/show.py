@@ -118,7 +118,9 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
                      rank_range(row.get("rank_best"), row.get("rank_worst")), str(row["model"]),
                      with_interval(row["score"], row.get("ci_low"), row.get("ci_high")), sources[k]])
         k += 1
-    widths = widths_of([row for row in rows if isinstance(row, list)])
+    folded_ranks = [["", f"{int(row['rank'].min())}-{int(row['rank'].max())}", "", "", "", ""]
+                    for row in rows if not isinstance(row, list)]
+    widths = widths_of([row for row in rows if isinstance(row, list)] + folded_ranks)
     lines, folded = [], 0
     for row in rows:
         if isinstance(row, list):
@@ -132,7 +134,7 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
               "(surrogate); 95% bootstrap interval; ranks: the joint 95% rank range")
     marks = "; > marks your systems" if mine & set(board["model"]) else ""
     folding = f"; {folded} mocks (backend: mock) folded, every row in the file" if folded else ""
-    return (f"Leaderboard ({path}: {len(board)} systems{folding}{marks})\n{textwrap.fill(legend, 100)}\n"
+    return (f"Leaderboard ({path}: {len(board)} systems{folding}{marks})\n{textwrap.fill(legend, 100, break_on_hyphens=False)}\n"
             + "\n".join(lines) + "\n\n")
 
 
@@ -245,8 +247,9 @@ def retrieval_block(table: pd.DataFrame, path: Path, measures: tuple[str, ...] =
     scope = (f"macro average over the {len(languages)} languages {', '.join(languages)}" if len(languages) > 1
              else f"one language, {languages[0]}" if languages else "no language")
     each = f", then {measures[0]} in each language" if 1 < len(languages) <= LANGUAGE_COLUMNS else ""
-    text = (f"Retrieval ({path}): {scope}{each}; {level:.0%} intervals over questions; ranks: the joint rank "
-            f"range from Holm-adjusted paired randomization tests\n{shown.to_string(index=False)}\n")
+    text = textwrap.fill(f"Retrieval ({path}): {scope}{each}; {level:.0%} intervals over questions; ranks: the "
+                         f"joint rank range from Holm-adjusted paired randomization tests", 100, break_on_hyphens=False)
+    text += f"\n{shown.to_string(index=False)}\n"
     notes = table[table["note"].notna() & (table["note"] != "")] if "note" in table else table.iloc[:0]
     notes = notes[~notes["note"].str.fullmatch(r"macro average over \d+ languages")]  # the scope above says it
     systems = set(table[name])

@@ -170,7 +170,10 @@ def write_retrieval(folder, questions: int, languages=("en", "de")):
 
 
 def retrieval_lines(text):
-    return text.split("Retrieval (")[1].split("\n\n")[0].splitlines()
+    """The retrieval block: its wrapped heading as one line, then the table's lines and the notes."""
+    lines = text.split("Retrieval (")[1].split("\n\n")[0].splitlines()
+    start = next(k for k, line in enumerate(lines) if line.split()[:2] == ["rank", "retriever"])
+    return [" ".join(lines[:start])] + lines[start:]
 
 
 def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp_path):
