@@ -134,8 +134,8 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
               "(surrogate); 95% bootstrap interval; ranks: the joint 95% rank range")
     marks = "; > marks your systems" if mine & set(board["model"]) else ""
     folding = f"; {folded} mocks (backend: mock) folded, every row in the file" if folded else ""
-    return (f"Leaderboard ({path}: {len(board)} systems{folding}{marks})\n{textwrap.fill(legend, 100, break_on_hyphens=False)}\n"
-            + "\n".join(lines) + "\n\n")
+    legend = textwrap.fill(legend, 100, break_on_hyphens=False)
+    return f"Leaderboard ({path}: {len(board)} systems{folding}{marks})\n{legend}\n" + "\n".join(lines) + "\n\n"
 
 
 def users_block(board: pd.DataFrame, mine: set[str], sources: list[str]) -> str:
