@@ -37,7 +37,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 	$(BIN)/snakemake --configfile config.yaml --report results/report.html
-	$(BIN)/python -m polyrag.show results/leaderboard.csv results/report.html
+	$(BIN)/python -m polyrag.show results --configfile config.yaml
 
 # Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
 # workflow run tests/workflow/test_workflow.py shares, in one process): the suite alone keeps about

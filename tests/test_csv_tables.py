@@ -9,7 +9,7 @@ import yaml
 
 from polyrag.arena.human_labels import KEY_COLUMNS, read_key
 from polyrag.csv_tables import read_table, read_text_table
-from polyrag.show import summary
+from polyrag.show import main, summary
 
 from tests.helpers.workflow import snakemake, tiny_config
 
@@ -70,3 +70,12 @@ def test_models_named_like_numbers_and_missing_values_reach_the_leaderboard(repo
         assert set(read_table(arena / "surrogate.csv")["model"]) == names
         assert set(pd.read_csv(arena / "bradley_terry.csv", dtype=str, keep_default_na=False)["model"]) == names
     assert all(f">{name}<" in (tmp_path / "results" / "judges.html").read_text() for name in names)
+    # the summary make demo prints, on this run's tables: each mock a row of its own (three are not
+    # folded), its score a Bradley-Terry logit in both languages (leaderboard_by_language.csv)
+    assert (read_table(tmp_path / "results" / "leaderboard_detailed.csv")["backend"] == "mock").all()
+    text = main([str(tmp_path / "results")])
+    block = text.split("Leaderboard (")[1].split("\n\n")[0].splitlines()[-3:]
+    assert sorted(line.split()[2] for line in block) == sorted(names) and all(line.endswith("  BT") for line in block)
+    ranks = leaderboard.set_index("model")["rank"]
+    assert [line.split()[0] for line in block] == [str(ranks[line.split()[2]]) for line in block]  # integers
+    assert "Your systems: none marked" in text

@@ -1,22 +1,135 @@
-"""The summary `make demo` prints last: the top of the leaderboard and the report's path."""
+"""The summary `make demo` prints last (python -m polyrag.show): where every system landed, yours
+marked, the retrievers, the checks and the report's path."""
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import pandas as pd
+import pytest
 
-from polyrag.show import summary
+from polyrag.show import main, summary
 
 
-def test_summary_lists_the_top_rows_in_rank_order_and_the_report(tmp_path):
-    models = [f"model-{k:02d}" for k in range(12)]
-    table = pd.DataFrame({"model": models, "rank": range(1, 13), "score": [1.5 - 0.25 * k for k in range(12)],
-                          "ci_low": 0.0, "ci_high": 2.0, "judged": True, "rank_en": 1})
-    table.to_csv(tmp_path / "leaderboard.csv", index=False)
+#: a leaderboard shaped as the demo's: 12 mocks, four Gemma systems and a user's system read from files
+DEMO_LIKE = ["mock-perfect", "mock-e5", "mock-oracle", "gemma-270m-oracle", "mock-bm25", "mock-20", "mock-recall-83",
+             "gemma-270m-sft", "mock-50", "mock-recall-50", "gemma-270m", "my-system", "mock-80", "gemma-270m-bm25",
+             "mock-recall-17", "mock-closed-book", "mock-x", "mock-y"]
+
+
+def write_leaderboard(folder, models, backend=None, judged=None, **detailed_columns):
+    """leaderboard.csv and leaderboard_detailed.csv as rule leaderboard writes them: score falling by
+    0.3 per rank from 2.2, an interval 0.45 below and 0.41 above, rank ranges 2 either side."""
+    n = len(models)
+    score = 2.2 - 0.3 * np.arange(n)
+    short = pd.DataFrame({"rank": range(1, n + 1), "model": models, "score": score, "ci_low": score - 0.45,
+                          "ci_high": score + 0.41, "rank_best": np.maximum(1, np.arange(1, n + 1) - 2),
+                          "rank_worst": np.minimum(n, np.arange(3, n + 3)),
+                          "judged": judged if judged is not None else True})
+    folder.mkdir(parents=True, exist_ok=True)
+    short.to_csv(folder / "leaderboard.csv", index=False)
+    backend = backend or ["mock" if m.startswith("mock") else "file" if m == "my-system" else "llama_cpp"
+                          for m in models]
+    short.assign(mean_rank=1.0, rank_en=range(1, n + 1), rank_de=range(n, 0, -1), backend=backend,
+                 generator=models, **detailed_columns).to_csv(folder / "leaderboard_detailed.csv", index=False)
+    return short
+
+
+def cells(line):
+    """A leaderboard row's cells after the mark of your systems: rank, ranks, model, score, ..."""
+    return line.lstrip("> ").split()
+
+
+def leaderboard_rows(text):
+    """The leaderboard block's lines after its header row."""
+    block = text.split("Leaderboard (")[1].split("\n\n")[0].splitlines()
+    start = next(k for k, line in enumerate(block) if line.split()[:2] == ["rank", "ranks"])
+    return block[start + 1:]
+
+
+def test_every_system_but_the_mocks_is_shown_with_integer_ranks_and_two_significant_digits(tmp_path):
+    """18 systems, 14 of them mocks: each other system is a row of its own (today's 10 first rows
+    left out gemma-270m, my-system and gemma-270m-bm25), and each run of neighbouring mocks is one line."""
+    board = write_leaderboard(tmp_path, DEMO_LIKE)
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
-    shown = [line.split()[1] for line in text.splitlines()[2:12]]
-    assert shown == models[:10] and "model-10" not in text
-    assert "1.25" in text.splitlines()[3] and "rank_en" not in text
-    assert "(2 more rows in" in text and text.endswith(f"open {tmp_path / 'report.html'} in a browser")
+    rows = leaderboard_rows(text)
+    own = {cells(line)[2]: cells(line) for line in rows if "mocks:" not in line}
+    others = [m for m in DEMO_LIKE if not m.startswith("mock") or m == "mock-80"]  # mock-80: a run of one
+    assert sorted(own) == sorted(others)
+    gemma = board.set_index("model").loc["gemma-270m"]  # rank 11, score 2.2 - 3.0 = -0.8
+    assert own["gemma-270m"] == ["11", "9-13", "gemma-270m", "-0.80", "[-1.2,", "-0.39]", "BT"]
+    assert f"{gemma['ci_low']:.2g}" == "-1.2" and f"{gemma['ci_high']:.2g}" == "-0.39"
+    assert own["mock-80"][:4] == ["13", "11-15", "mock-80", "-1.4"]
+    folded = [line.split() for line in rows if "mocks:" in line]
+    assert [line[:3] for line in folded] == [["1-3", "3", "mocks:"], ["5-7", "3", "mocks:"], ["9-10", "2", "mocks:"],
+                                             ["15-18", "4", "mocks:"]]
+    assert " ".join(folded[-1][3:]) == "mock-recall-17, mock-closed-book, mock-x, mock-y"
+    assert "12 mocks (backend: mock) folded" in text and "rank_en" not in text
+    assert text.endswith(f"open {tmp_path / 'report.html'} in a browser")
+
+
+def test_a_few_mocks_are_not_folded(tmp_path):
+    write_leaderboard(tmp_path, ["mock-0", "mock-20", "gemma", "mock-50", "mock-80"])
+    rows = leaderboard_rows(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
+    assert [cells(line)[2] for line in rows] == ["mock-0", "mock-20", "gemma", "mock-50", "mock-80"]
+
+
+def test_your_systems_are_marked_with_their_rank_range_ranks_per_language_and_retrieval(tmp_path):
+    """Yours: a system read from files (backend file), and the systems a later --configfile adds;
+    the command takes a results folder of any name."""
+    results = tmp_path / "my-results"
+    retrieval = {"retrieval_nDCG@10": [0.5 if m == "gemma-270m-bm25" else None for m in DEMO_LIKE],
+                 "retrieval_nDCG@10_lower": 0.41, "retrieval_nDCG@10_upper": 0.6}
+    write_leaderboard(results, DEMO_LIKE, **retrieval)
+    (tmp_path / "mine.yaml").write_text("systems:\n  gemma-270m-bm25: {generator: gemma-270m, retriever: bm25, "
+                                       "top_k: 3}\n  not-run-yet: {generator: gemma-270m, retriever: e5, top_k: 3}\n")
+    (tmp_path / "base.yaml").write_text("models:\n  gemma-270m: {backend: llama_cpp}\n")
+    text = main([str(results), "--configfile", str(tmp_path / "base.yaml"), str(tmp_path / "mine.yaml")])
+    marked = [cells(line)[2] for line in leaderboard_rows(text) if line.startswith(">")]
+    assert marked == ["my-system", "gemma-270m-bm25"]
+    yours = text.split("Your systems:\n")[1].split("\n\n")[0].splitlines()
+    assert yours == [
+        "gemma-270m-bm25: rank 14 of 18 (95% rank range 12-16); score -1.7 [-2.1, -1.3] (a Bradley-Terry logit); "
+        "by language: en 14, de 5; its retriever's nDCG@10 0.50 [0.41, 0.60]",
+        "my-system: rank 12 of 18 (95% rank range 10-14); score -1.1 [-1.5, -0.69] (a Bradley-Terry logit); "
+        "by language: en 12, de 7",
+        "not-run-yet: not on the leaderboard (has the run that adds it finished?)"]
+    # the report: not built yet, and the command that builds it with the run's config files
+    assert (f"snakemake --configfile {tmp_path / 'base.yaml'} {tmp_path / 'mine.yaml'} --report "
+            f"{results / 'report.html'}") in text
+    assert text.endswith(f"Report: open {results / 'report.html'} in a browser")
+
+
+def test_the_report_is_named_stale_when_it_is_older_than_the_leaderboard(tmp_path):
+    write_leaderboard(tmp_path, ["a", "b"])
+    report = tmp_path / "report.html"
+    report.write_text("<html></html>")
+    os.utime(report, (1, 1))
+    assert f"The report is older than {tmp_path / 'leaderboard.csv'}" in main([str(tmp_path)])
+    os.utime(report, None)
+    assert "The report" not in main([str(tmp_path / "leaderboard.csv"), str(report)])  # the older form still works
+
+
+def test_a_missing_leaderboard_is_named_with_what_to_do(tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "nowhere")])
+    assert str(stop.value).startswith(f"{tmp_path / 'nowhere' / 'leaderboard.csv'}: no leaderboard here; run the")
+
+
+def test_each_score_says_whether_it_is_a_bradley_terry_logit_or_the_surrogates_prediction(tmp_path):
+    """An unjudged model's score is the surrogate judge's prediction (polyrag.arena.leaderboard);
+    today's header called every score a Bradley-Terry logit. Per language where that file exists."""
+    write_leaderboard(tmp_path, ["a", "b", "c"], judged=[True, False, False])
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    assert "scores are Bradley-Terry logits" not in text
+    assert [line.split()[-1] for line in leaderboard_rows(text)] == ["BT", "surrogate", "surrogate"]
+    pd.DataFrame({"model": ["a", "a", "b", "b", "c", "c"], "lang": ["en", "de"] * 3,
+                  "judged": [True, True, True, False, False, False]}).to_csv(
+        tmp_path / "leaderboard_by_language.csv", index=False)
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    assert [" ".join(cells(line)[6:]) for line in leaderboard_rows(text)] == [
+        "BT", "BT in 1 of 2 languages", "surrogate"]
 
 
 def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_path):
@@ -37,30 +150,55 @@ def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_pa
     assert [line.split()[1] for line in anchored_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(anchored_part[2:5])
 
 
-def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp_path):
+def write_retrieval(folder, questions: int, languages=("en", "de")):
+    """The retrieval leaderboard of two runs: bm25 scores 1 on every question, e5 0.5 on every
+    other one (a mean of 0.75)."""
     from polyrag.retrieval.metrics import retrieval_leaderboard
 
-    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": -1.0, "ci_high": 1.0,
-                  "judged": True}).to_csv(tmp_path / "leaderboard.csv", index=False)
-    # bm25 finds the relevant passage first for every question, e5 at rank 2 for half of them
     rows = []
-    for lang in ("en", "de"):
-        for q in range(12):
+    for lang in languages:
+        for q in range(questions):
             for run, value in (("bm25", 1.0), ("e5", 0.5 if q % 2 else 1.0)):
                 rows += [{"run": run, "lang": lang, "query_id": f"{lang}{q}", "measure": measure, "value": value,
                           "has_relevant": True, "in_run": True} for measure in ("nDCG@10", "Recall@5")]
     per_query = pd.DataFrame(rows)
     board = retrieval_leaderboard({run: t.drop(columns="run") for run, t in per_query.groupby("run")}, n_bootstrap=200)
-    (tmp_path / "retrieval").mkdir()
-    board.to_csv(tmp_path / "retrieval" / "leaderboard.csv", index=False)
-    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
-    block = text.split("Retrieval (")[1].split("\n\n")[0].splitlines()
-    assert "macro average over languages, 95% intervals" in block[0]
+    (folder / "retrieval").mkdir()
+    board.to_csv(folder / "retrieval" / "leaderboard.csv", index=False)
+    write_leaderboard(folder, ["a"])
+    return board
+
+
+def retrieval_lines(text):
+    """The retrieval block: its wrapped heading as one line, then the table's lines and the notes."""
+    lines = text.split("Retrieval (")[1].split("\n\n")[0].splitlines()
+    start = next(k for k, line in enumerate(lines) if line.split()[:2] == ["rank", "retriever"])
+    return [" ".join(lines[:start])] + lines[start:]
+
+
+def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp_path):
+    board = write_retrieval(tmp_path, 12)
+    block = retrieval_lines(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
+    assert "macro average over the 2 languages de, en, then nDCG@10 in each language; 95% intervals" in block[0]
+    assert "rank range from Holm-adjusted paired randomization tests" in block[0]  # not from the intervals
     all_rows = board[board["lang"] == "all"].set_index("system")
     bm25, e5 = block[2].split(), block[3].split()
     assert bm25[:3] == ["1", "bm25", "1-1"] and e5[:3] == ["2", "e5", "2-2"]
     low, high = all_rows.loc["e5", ["nDCG@10_lower", "nDCG@10_upper"]]
-    assert " ".join(e5[3:6]) == f"0.75 [{low:.2f}, {high:.2f}]"
+    assert " ".join(e5[3:6]) == f"0.75 [{low:.2g}, {high:.2g}]"
+    assert not any(line.startswith("note") for line in block)  # 12 questions a language: nothing to flag
+
+
+def test_the_retrieval_block_shows_each_language_and_the_few_questions_note(tmp_path):
+    """6 questions a language (the demo's): each language's row says its interval rests on few
+    questions; today's block printed only the macro row and dropped that note."""
+    board = write_retrieval(tmp_path, 6, languages=("de", "en", "hi"))
+    block = retrieval_lines(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
+    assert block[1].split()[-3:] == ["de", "en", "hi"]  # one nDCG@10 column per language
+    e5 = board[board["system"] == "e5"].set_index("lang")["nDCG@10"]
+    assert block[3].split()[-3:] == [f"{e5[lang]:#.2g}" for lang in ("de", "en", "hi")] == ["0.75"] * 3
+    assert block[4:] == ["note, de, en, hi: only 6 questions: the interval rests on few questions"]
+    assert (board.loc[board["lang"] != "all", "note"] == "only 6 questions: the interval rests on few questions").all()
 
 
 def test_summary_says_whether_the_retriever_or_the_generator_moves_the_ranking(tmp_path):

@@ -55,12 +55,15 @@ def passage_source(entry: dict) -> str:
 
 def system_components(config: dict) -> dict[str, dict]:
     """What each model is as a system, for the leaderboard: its ``generator`` (the model whose
-    backend and cache answer), the ``passages`` it is given (``passage_source``), and a retrieved
-    system's retriever, reranker and top_k."""
+    backend and cache answer), that ``backend`` (``mock``, ``file``, ...: how ``polyrag.show``
+    tells mocks and a user's own files), the ``passages`` it is given (``passage_source``), and a
+    retrieved system's retriever, reranker and top_k."""
     components = {}
     for name, entry in config["models"].items():
         parts = entry.get(SYSTEM) or {"retriever": None, "reranker": None, "top_k": None}
-        components[name] = {"generator": generator_of(name, entry), "passages": passage_source(entry), **parts}
+        generator = generator_of(name, entry)
+        components[name] = {"generator": generator, "backend": config["models"][generator]["backend"],
+                            "passages": passage_source(entry), **parts}
     return components
 
 

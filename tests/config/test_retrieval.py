@@ -53,9 +53,11 @@ def test_a_system_is_its_generator_given_its_runs_passages(config, repo):
     assert system["generator"] == "gemma-270m"
     assert system["passages"] == {"file": "results/retrieval/passages/gemma-bm25/{lang}.parquet", "corpus": None}
     assert system["system"] == {"retriever": "bm25", "reranker": None, "top_k": 5}
-    assert system_components(resolved)["mock-e5"] == {"generator": "mock-recall-83", "passages": "retrieved",
+    assert system_components(resolved)["mock-e5"] == {"generator": "mock-recall-83", "backend": "mock",
+                                                     "passages": "retrieved",
                                                      "retriever": "e5", "reranker": None, "top_k": 3}
     assert system_components(resolved)["mock-oracle"]["passages"] == "oracle"
+    assert system_components(resolved)["gemma-bm25"]["backend"] == gemma["backend"] == "llama_cpp"
     # validated twice (Snakemake's config, then a script's): the same models, none added twice
     assert check(copy.deepcopy(resolved), repo)["models"] == resolved["models"]
 
