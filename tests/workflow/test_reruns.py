@@ -8,6 +8,7 @@ user's answers file replaced with an older modification time reruns its system."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -104,23 +105,37 @@ def test_a_copy_of_the_finished_folder_plans_nothing(copy):
     assert "Nothing to be done" in snakemake(copy, "-n")
 
 
-def test_a_passage_edited_in_a_users_corpus_file_reruns_its_corpus_index_retrieval_and_system(copy):
-    corpus = copy / "corp/en.jsonl"
-    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
-    rows[0]["text"] = "A passage rewritten by its owner after the run."
-    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    jobs = scheduled_jobs(snakemake(copy, "-n"))
+@contextlib.contextmanager
+def edited(path):
+    """``path`` for a test to change in the finished folder, then put back with its bytes and times."""
+    content, before = path.read_bytes(), path.stat()
+    try:
+        yield path
+    finally:
+        path.write_bytes(content)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_a_passage_edited_in_a_users_corpus_file_reruns_its_corpus_index_retrieval_and_system(finished):
+    with edited(finished / "corp/en.jsonl") as corpus:
+        rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+        rows[0]["text"] = "A passage rewritten by its owner after the run."
+        corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        output = snakemake(finished, "-n")
+    jobs = scheduled_jobs(output)
     assert {"retrieval_corpus": 1, "bm25_index": 1, "retrieve": 1, "system_passages": 1}.items() <= jobs.items()
-    assert jobs["generate_answers"] == 1  # the system given the retrieved passages (rag)
+    assert jobs["generate_answers"] == 1 and "results/answers/rag/en.parquet" in output  # the system given its passages
 
 
-def test_an_answers_file_replaced_with_an_older_modification_time_reruns_its_system(copy):
-    answers = copy / "answers/en.jsonl"
-    before = answers.stat()
-    rows = [json.loads(line) for line in answers.read_text().splitlines()]
-    rows[0]["answer"] = "Another answer [" + rows[0]["docids"][0] + "]."
-    answers.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    os.utime(answers, ns=(before.st_atime_ns, before.st_mtime_ns - 3_600_000_000_000))  # as cp -p or rsync -t leave it
-    output = snakemake(copy, "-n")
+def test_an_answers_file_replaced_with_an_older_modification_time_reruns_its_system(finished):
+    with edited(finished / "answers/en.jsonl") as answers:
+        before = answers.stat()
+        rows = [json.loads(line) for line in answers.read_text().splitlines()]
+        rows[0]["answer"] = "Another answer [" + rows[0]["docids"][0] + "]."
+        answers.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        os.utime(answers, ns=(before.st_atime_ns, before.st_mtime_ns - 3_600_000_000_000))  # as cp -p, rsync -t leave it
+        output = snakemake(finished, "-n")
     assert scheduled_jobs(output)["generate_answers"] == 1
     assert "results/answers/user-system/en.parquet" in output
+    # put back as it was (bytes and times), nothing is left to do
+    assert "Nothing to be done" in snakemake(finished, "-n")
