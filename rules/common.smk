@@ -126,12 +126,12 @@ def canonical_param(item, working_dir):
     return canonical_result
 
 
-def source_digests_param(job_rule, roots, digests, working_dir):
-    """A param of each job of ``job_rule``: the SHA-256 of every input file no rule writes (the
+def source_digests_param(step, roots, digests, working_dir):
+    """A param of each job of ``step``: the SHA-256 of every input file no rule writes (the
     user's files), so that changed content reruns the job whatever the file's modification time."""
 
     def files_read(wildcards):
-        files = job_rule.expand_input(dict(wildcards.items()))[0]
+        files = step.expand_input(dict(wildcards.items()))[0]
         return source_digests(map(str, files), roots, digests, working_dir)
 
     return files_read
@@ -143,11 +143,11 @@ def canonical_params(all_rules):
     the user files among its inputs. Called once, after the last rule is defined."""
     working_dir = os.getcwd()
     all_rules = list(all_rules)
-    roots = output_roots(path for job_rule in all_rules for path in job_rule.output)
+    roots = output_roots(path for step in all_rules for path in step.output)
     digests = FileDigests()
-    for job_rule in all_rules:
-        for index, item in enumerate(job_rule.params):
-            job_rule.params[index] = canonical_param(item, working_dir)
-        job_rule.params._take_names(list(job_rule.params._get_names()))  # a named param is read by its name
-        if job_rule.input:
-            job_rule.set_params(source_digests=source_digests_param(job_rule, roots, digests, working_dir))
+    for step in all_rules:
+        for index, item in enumerate(step.params):
+            step.params[index] = canonical_param(item, working_dir)
+        step.params._take_names(list(step.params._get_names()))  # a named param is read by its name
+        if step.input:
+            step.set_params(source_digests=source_digests_param(step, roots, digests, working_dir))
