@@ -33,3 +33,7 @@ rule all:
     input:
         all_targets(),
     default_target: True
+
+
+# Last: every rule's params in the form Snakemake compares (rules/common.smk), so that reruns follow content.
+canonical_params(workflow.rules)

@@ -1,11 +1,15 @@
 # Config validation, the names every stage uses (languages, models, judges, which stages are on),
 # the output contract's paths, wildcard constraints and the resource helper. Each stage's input
 # functions and constants live in its own .smk.
+import functools
+import inspect
+import os
 import re
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from polyrag.config.params import FileDigests, canonical, output_roots, source_digests
 from polyrag.config.queries import model_resources
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.errors import ConfigError
@@ -102,3 +106,49 @@ def all_targets():
         + (list(rules.checks.output) if CHECKS else [])
         + ([rules.retrieval_leaderboard.output[0]] if RETRIEVAL else [])
     )
+
+
+# Arguments that make a param function "derived" to Snakemake: it never compares such params.
+DERIVED_ARGUMENTS = {"input", "output", "threads", "resources"}
+
+
+def canonical_param(item, working_dir):
+    """A rule's param in canonical form (polyrag.config.params.canonical): a value, or a function of
+    the wildcards whose result is; a function of the job's files is left as it is (not compared)."""
+    if not callable(item):
+        return canonical(item, working_dir)
+    if DERIVED_ARGUMENTS & set(inspect.signature(item).parameters):
+        return item
+
+    @functools.wraps(item)  # keeps the signature Snakemake reads to pass the arguments
+    def canonical_result(*args, **kwargs):
+        return canonical(item(*args, **kwargs), working_dir)
+
+    return canonical_result
+
+
+def source_digests_param(step, roots, digests, working_dir):
+    """A param of each job of ``step``: the SHA-256 of every input file no rule writes (the
+    user's files), so that changed content reruns the job whatever the file's modification time."""
+
+    def files_read(wildcards):
+        files = step.expand_input(dict(wildcards.items()))[0]
+        return source_digests(map(str, files), roots, digests, working_dir)
+
+    return files_read
+
+
+def canonical_params(all_rules):
+    """Every rule's params as Snakemake compares them (docs/configuration.md, "What reruns a job"):
+    dicts with sorted keys and paths relative to the working directory, plus the content digests of
+    the user files among its inputs. Called once, after the last rule is defined."""
+    working_dir = os.getcwd()
+    all_rules = list(all_rules)
+    roots = output_roots(path for step in all_rules for path in step.output)
+    digests = FileDigests()
+    for step in all_rules:
+        for index, item in enumerate(step.params):
+            step.params[index] = canonical_param(item, working_dir)
+        step.params._take_names(list(step.params._get_names()))  # a named param is read by its name
+        if step.input:
+            step.set_params(source_digests=source_digests_param(step, roots, digests, working_dir))

@@ -24,6 +24,8 @@ ruleorder: pool_corpus > retrieval_corpus
 
 
 rule retrieval_corpus:
+    input:
+        local=corpus_files,
     output:
         CORPUS,
     params:

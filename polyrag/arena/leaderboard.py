@@ -39,6 +39,8 @@ from polyrag.arena.bradley_terry import intervals_and_ranks
 from polyrag.stats.bootstrap import rank_by
 
 #: the label-anchored table's columns and their names in leaderboard_detailed.csv
+#: What each model is as a system (``with_systems``), in the leaderboard's column order.
+SYSTEM_COLUMNS = ["model", "generator", "passages", "retriever", "reranker", "top_k"]
 LABEL_ANCHORED_COLUMNS = {"logit": "label_anchored_logit", "ci_low": "label_anchored_ci_low",
                           "ci_high": "label_anchored_ci_high", "rank": "label_anchored_rank",
                           "rank_best": "label_anchored_rank_best", "rank_worst": "label_anchored_rank_worst",
@@ -145,6 +147,8 @@ def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], fea
     citations naming a passage nobody judged for the question (``features.deterministic``; left out
     of the citation features, never counted as non-relevant). Null where no answer cites anything."""
     systems = pd.DataFrame.from_dict(components, orient="index").rename_axis("model").reset_index()
+    # in this order, not the entries' (a rule's params reach the script with their keys sorted)
+    systems = systems[[c for c in SYSTEM_COLUMNS if c in systems] + [c for c in systems if c not in SYSTEM_COLUMNS]]
     if "top_k" in systems:
         systems["top_k"] = systems["top_k"].astype("Int64")  # empty for a system no retriever feeds
     unjudged = features.groupby("model")["unjudged_citations"].mean().rename("unjudged_citations")

@@ -10,6 +10,7 @@ entry keeps what the system is under ``SYSTEM`` (retriever, reranker, top_k) for
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import GENERATOR, SYSTEM, run_name
@@ -182,6 +183,27 @@ def corpus_languages(config: dict, corpus: str, corpus_lang: str) -> list[str]:
     """The languages whose passages the corpus of ``corpus_lang`` holds: a pooled corpus's, or that one."""
     pooled = config["retrieval"]["corpora"][corpus]["languages"]
     return list(pooled) if corpus_lang == POOLED else [corpus_lang]
+
+
+def corpus_source_files(config: dict, corpus: str, corpus_lang: str, demo_dirs: dict[str, str]) -> list[str]:
+    """The local files ``retrieval_corpus`` reads for one corpus language (``build_corpus``): the
+    demo's questions and XQuAD subset (``demo_dirs``), a ``file`` corpus's file, a local MIRACL copy's
+    shards; none for a download (cached by its pinned revision) or a pooled corpus (its languages'
+    corpora are the workflow's). The rule's inputs: editing one reruns the corpus and what reads it."""
+    if corpus_lang == POOLED:
+        return []
+    entry = config["retrieval"]["corpora"][corpus]
+    if entry["source"] == "demo":
+        squad = Path(demo_dirs["xquad_dir"]) / f"xquad.{corpus_lang}.json"
+        return [str(Path(demo_dirs["demo_dir"]) / f"{corpus_lang}.jsonl")] + ([str(squad)] if squad.exists() else [])
+    if entry["source"] == "file":
+        return [entry["file"].replace("{lang}", corpus_lang)]
+    local = (entry.get("miracl") or {}).get("dir")
+    if entry["source"] == "miracl" and local:
+        from polyrag.retrieval.miracl import FOLDER, SHARDS, shard_number
+
+        return [str(path) for path in sorted((Path(local) / FOLDER.format(lang=corpus_lang)).glob(SHARDS), key=shard_number)]
+    return []
 
 
 def corpus_size(config: dict, corpus: str, corpus_lang: str) -> int | None:

@@ -1,7 +1,8 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.params import relative_path
 from polyrag.config.queries import run_name
 from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
-                                      corpus_language, index_job_resources, retrieval_resources,
+                                      corpus_language, corpus_source_files, index_job_resources, retrieval_resources,
                                       retriever_for_language, run_path, system_runs)
 from polyrag.retrieval.corpus import POOLED
 
@@ -26,7 +27,15 @@ DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard
 DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
 RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
 # The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
-DEMO_CORPUS_DIRS = {"demo_dir": f"{workflow.basedir}/resources/demo", "xquad_dir": f"{workflow.basedir}/resources/xquad"}
+# Relative to the working directory where the workflow's folder is it (a checkout run in place), so
+# that a copy of the folder plans nothing new.
+DEMO_CORPUS_DIRS = {key: relative_path(f"{workflow.basedir}/resources/{folder}", Path.cwd())
+                    for key, folder in (("demo_dir", "demo"), ("xquad_dir", "xquad"))}
+
+
+def corpus_files(wildcards):
+    """The local files a corpus is read from (the user's corpus file, the demo's): the inputs of its job."""
+    return corpus_source_files(config, wildcards.corpus, wildcards.corpus_lang, DEMO_CORPUS_DIRS)
 
 
 def retriever_entry(wildcards):

@@ -101,6 +101,16 @@ def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citatio
     assert pd.isna(out["unjudged_citations"].iloc[2])  # nothing cited: no share, not 0
 
 
+def test_with_systems_columns_keep_their_order_when_the_entries_keys_come_sorted():
+    # a rule's params reach the script with their keys sorted (rules/common.smk, canonical_params)
+    table = pd.DataFrame({"model": ["s"], "rank": [1]})
+    components = {"s": dict(sorted({"generator": "g", "passages": "bm25@2", "retriever": "bm25", "reranker": None,
+                                    "top_k": 2}.items()))}
+    out = with_systems(table, components, pd.DataFrame({"model": ["s"], "unjudged_citations": [0.0]}))
+    assert list(out.columns) == ["model", "rank", "generator", "passages", "retriever", "reranker", "top_k",
+                                 "unjudged_citations"]
+
+
 def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
     table = pd.DataFrame({"model": ["s1", "s2", "g"], "retriever": ["bm25", "bm25", None], "reranker": [None, "ce", None]})
     retrieval = pd.DataFrame({"system": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
