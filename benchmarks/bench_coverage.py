@@ -442,8 +442,9 @@ def label_anchored_cells() -> list[tuple]:
 def label_anchored_one_bad_cell(seed: int, method: str, questions: int, budget: int) -> dict:
     """An arena whose judge is right on every model but one (``bench_label_anchored``'s "one-bad"
     judge: it contradicts people on m3), ``budget`` uniform labels; the models the labels can
-    anchor, centred over themselves, with each model's own lambda (polyrag) or one lambda for all
-    (the total variance's, the fit before). Also m3's own interval. A fit with no finite maximum
+    anchor, centred over themselves, with one lambda for all (the total variance's) and each model
+    falling back to labels alone where that is more precise (polyrag), or one lambda for all
+    without the fallback (the anchor). Also m3's own interval. A fit with no finite maximum
     counts in neither coverage nor width."""
     import bench_label_anchored as simulation
     from polyrag.arena.label_anchored import (centred_over, label_anchored_fits, label_reasons, labels_per_model,
@@ -466,7 +467,7 @@ def label_anchored_one_bad_cell(seed: int, method: str, questions: int, budget: 
     empty = {"covered": np.nan, "width": np.nan, "covered: m3": np.nan, "width: m3": np.nan}
     if not all(reason == "" for reason, kept in zip(reasons, keep) if kept):
         return empty  # fewer than two estimable models: the table reports none
-    if method == "own":
+    if method == "fallback":
         fit = label_anchored_fits(pairs, value, labelled, label[labelled], models, clusters=question,
                                   over=keep)["label_anchored"]
     else:
@@ -489,14 +490,15 @@ def label_anchored_one_bad_cell(seed: int, method: str, questions: int, budget: 
 
 
 def label_anchored_one_bad_cells() -> list[tuple]:
-    """One lambda per model against one for all, where the judge is bad on one model: at the
-    demo's pooled size (30 questions, 120 labels) and the bench's (200 questions, 100 labels)."""
+    """One lambda for all with a per-model fallback to labels alone, against one lambda for all
+    without it, where the judge is bad on one model: at the demo's pooled size (30 questions, 120
+    labels) and the bench's (200 questions, 100 labels)."""
     return [(f"label_anchored ({name})", source,
              f"8 models spread, {questions} questions, judge right on 7 models and contradicting people on m3, "
              f"{budget} human labels: estimable models",
              label_anchored_one_bad_cell, {"method": method, "questions": questions, "budget": budget})
             for questions, budget in ((30, 120), (200, 100))
-            for method, name, source in (("own", "PPI++, each model's lambda", "polyrag"),
+            for method, name, source in (("fallback", "PPI++, one lambda, labels alone where more precise", "polyrag"),
                                          ("one", "PPI++, one lambda for all models", "anchor"))]
 
 

@@ -42,7 +42,8 @@ def label_anchored_fits(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarra
     ``pairs``: units x 2 model indices; ``yhat``: the judge's value of every unit; ``labelled``:
     boolean mask of the units with a human label; ``y``: the human labels of those units, in the
     order of ``np.flatnonzero(labelled)``; ``clusters``: a label per unit (its question) or None.
-    ``lam=None``: each model's own lambda (:func:`own_lambda_fit`); a number: that one for all.
+    ``lam=None``: one lambda tuned for all models, each model falling back to labels alone where that
+    is more precise (:func:`shared_or_labels_only_fit`); a number: that one for all.
     ``over``: the models the label-anchored logits are centred over (default all); the others'
     are left NaN. Returns ``{"label_anchored", "labels_only", "judge_only",
     "labels_only_at_anchored"}``: the last is the labels-only covariance at the label-anchored
@@ -55,10 +56,11 @@ def label_anchored_fits(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarra
     y_all = np.full(len(yhat), np.nan)
     y_all[labelled] = y
 
-    def fit_at(lam_value: float | None, row: np.ndarray | None = None) -> Pieces:
+    def fit_at(lam_value: float | None, reported_rows: np.ndarray | None = None) -> Pieces:
         if probability is None:
-            return anchored_pieces(x_l, y, yhat[labelled], x_u, yhat[~labelled], lam_value, c_l, c_u, reported=row)
-        return active_pieces(x, y_all, yhat, labelled, probability, lam_value, clusters, row)
+            return anchored_pieces(x_l, y, yhat[labelled], x_u, yhat[~labelled], lam_value, c_l, c_u,
+                                   reported=reported_rows)
+        return active_pieces(x, y_all, yhat, labelled, probability, lam_value, clusters, reported_rows)
 
     fits = {}
     zero = fit_at(0.0)
@@ -67,7 +69,7 @@ def label_anchored_fits(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarra
     shown = np.ones(n_models, bool) if over is None else np.asarray(over, bool)
     if lam is None:
         shared = fit_at(None, reported[shown])
-        per_model = [own_lambda_fit(fit_at, zero, shared, row) for row in reported[shown]]
+        per_model = [shared_or_labels_only_fit(zero, shared, row) for row in reported[shown]]
     else:
         per_model = [fit_at(lam)] * int(shown.sum())
     fits["label_anchored"], fits["labels_only_at_anchored"] = per_model_fits(per_model, reported, shown)
@@ -79,28 +81,32 @@ def label_anchored_fits(pairs: np.ndarray, yhat: np.ndarray, labelled: np.ndarra
     return fits
 
 
-def own_lambda_fit(fit_at, zero: Pieces, shared: Pieces, row: np.ndarray) -> Pieces:
-    """The fit of one reported logit ``row @ theta`` (PPI++ coordinate-wise, ``ppi_py``'s
-    ``coord``): lambda tuned for that logit's variance alone, so that a judge that is good on most
-    models and bad on one lends the others its weight without widening that one's interval.
+def shared_or_labels_only_fit(zero: Pieces, shared: Pieces, row: np.ndarray) -> Pieces:
+    """The fit one reported logit ``row @ theta`` is taken from: ``shared`` (one lambda for every
+    model, tuned for the total variance of the reported logits), or ``zero`` (labels alone) where
+    the shared fit would make this logit less precise than its labels alone, as a judge that is
+    right on most models and wrong on one does to that one.
 
     Guarantee: the fit returned has, for this logit, an estimated variance no larger than both the
     labels-only fit's (``zero``: its interval is ``labels_only_ci_*``) and the labels-only variance
-    at the same logits with the same Hessian (so ``n_eff >= n_labels``). The candidates, in order:
-    the logit's own lambda; ``shared`` (one lambda for every logit, the total variance's), where
-    the own one has no finite fit (a small lambda with labels that separate a model left out of the
-    centring); labels alone. Only where the labels-only fit itself diverges (its interval
-    unbounded) may a fit with n_eff below n_labels be kept."""
+    at the same logits with the same Hessian (so ``n_eff >= n_labels``). Where the shared fit has no
+    finite maximum, labels alone; where neither has one, ``shared`` (its interval unbounded).
+
+    Not PPI++'s coordinate-wise lambda (each model's own, tuned for its logit's variance alone,
+    with the same fallback): with a handful of labels per model that tuning is noisy and costs
+    coverage. On simulated arenas of 8 models (150-500 seeds): at 12 questions and 30 labels
+    (spread models, biased judge) 0.878 (width 1.87) against this rule's 0.908 (1.91); with a judge
+    that contradicts people on one model, 0.926 against 0.924 at 30 questions and 120 labels and
+    0.926 against 0.940 at 200 questions and 100 labels, its widths 2-4% narrower.
+    """
     def variance(pieces: Pieces, lam: float | None = None) -> float:
         return float(joint_covariance([pieces.influence(row, lam)], pieces.groups)[0, 0])
 
-    tuned = fit_at(None, row[None, :])
-    limit = variance(zero) if zero.converged else np.inf
-    finite = [candidate for candidate in (tuned, shared) if candidate.converged]
-    for candidate in finite:
-        if variance(candidate) <= min(limit, variance(candidate, 0.0)):
-            return candidate
-    return zero if zero.converged or not finite else finite[0]
+    if shared.converged:
+        limit = variance(zero) if zero.converged else np.inf
+        if variance(shared) <= min(limit, variance(shared, 0.0)):
+            return shared
+    return zero if zero.converged else shared
 
 
 def per_model_fits(per_model: list[Pieces], reported: np.ndarray, shown: np.ndarray) -> tuple[Fit, Fit]:

@@ -46,7 +46,7 @@ class Fit:
 
     logit: np.ndarray
     covariance: np.ndarray
-    lam: float | np.ndarray  # one for every logit, or each logit's own (PPI++ coordinate-wise)
+    lam: float | np.ndarray  # one for every logit, or each logit's (the shared one, or 0 where it fell back)
     converged: bool  # False where the labels have no finite maximum (the interval is unbounded)
 
 
@@ -236,8 +236,7 @@ def anchored_fit(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, la
                  clusters_labelled=None, clusters_unlabelled=None,
                  reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """Anchored parameters, their covariance, ``lam`` and convergence (``lam=None``: power tuning
-    for the total variance of ``reported @ theta``, see :func:`power_tuning`; one row of
-    ``reported`` tunes for that one quantity, ``ppi_py``'s ``coord``).
+    for the total variance of ``reported @ theta``, see :func:`power_tuning`).
     ``ppi_py``'s conventions: the Hessian averages over all units (labelled only when lam is 0),
     the meat uses covariances with ``ddof=1``."""
     pieces = anchored_pieces(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam, clusters_labelled,
