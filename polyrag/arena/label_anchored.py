@@ -29,7 +29,7 @@ from polyrag.errors import DataError
 from polyrag.stats.bootstrap import rank_by
 
 #: Below this many human labels the intervals undercover: 0.91-0.93 at 50 labels in
-#: benchmarks/bench_label_anchored.py (0.94-0.95 from 100), 0.89-0.92 for the estimable models at
+#: benchmarks/bench_label_anchored.py (0.94-0.95 from 100), 0.90-0.91 for the estimable models at
 #: 30 labels of 12 questions, so the table says so.
 MIN_HUMAN_LABELS = 100
 
