@@ -439,6 +439,69 @@ def label_anchored_cells() -> list[tuple]:
         for scenario, judge in (("spread", "biased"), ("spread", "useless"))]
 
 
+def label_anchored_one_bad_cell(seed: int, method: str, questions: int, budget: int) -> dict:
+    """An arena whose judge is right on every model but one (``bench_label_anchored``'s "one-bad"
+    judge: it contradicts people on m3), ``budget`` uniform labels; the models the labels can
+    anchor, centred over themselves, with one lambda for all (the total variance's) and each model
+    falling back to labels alone where that is more precise (polyrag), or one lambda for all
+    without the fallback (the anchor). Also m3's own interval. A fit with no finite maximum
+    counts in neither coverage nor width."""
+    import bench_label_anchored as simulation
+    from polyrag.arena.label_anchored import (centred_over, label_anchored_fits, label_reasons, labels_per_model,
+                                              normal_interval, subset)
+    from polyrag.arena.ppi_fit import Fit, anchored_fit, centring, design
+
+    models = simulation.MODELS
+    saved, simulation.QUESTIONS = simulation.QUESTIONS, questions
+    try:
+        truth = simulation.true_logits(simulation.SCENARIOS["spread"])
+        rng = np.random.default_rng([seed, questions, budget])
+        pairs, question, label, value = simulation.arena(simulation.SCENARIOS["spread"], "one-bad", rng)
+    finally:
+        simulation.QUESTIONS = saved
+    labelled = np.zeros(len(pairs), bool)
+    labelled[rng.choice(len(pairs), budget, replace=False)] = True
+    count, won = labels_per_model(pairs, labelled, label[labelled], models)
+    reasons = label_reasons(count, won)
+    keep = centred_over(reasons)
+    empty = {"covered": np.nan, "width": np.nan, "covered: m3": np.nan, "width: m3": np.nan}
+    if not all(reason == "" for reason, kept in zip(reasons, keep) if kept):
+        return empty  # fewer than two estimable models: the table reports none
+    if method == "fallback":
+        fit = label_anchored_fits(pairs, value, labelled, label[labelled], models, clusters=question,
+                                  over=keep)["label_anchored"]
+    else:
+        x, reported = design(pairs, models), centring(models, 0, keep)
+        theta, cov, lam, ok = anchored_fit(x[labelled], label[labelled], value[labelled], x[~labelled],
+                                           value[~labelled], None, question[labelled], question[~labelled],
+                                           reported=reported[keep])
+        fit = Fit(reported @ theta, reported @ cov @ reported.T, lam, ok)
+    if not fit.converged:
+        return empty
+    fit = subset(fit, keep)
+    low, high = normal_interval(fit)
+    target = truth[keep] - truth[keep].mean()
+    covered = (low <= target) & (target <= high)
+    row = {"covered": float(covered.mean()), "width": float(np.mean(high - low))}
+    if keep[simulation.BAD_MODEL]:
+        bad = int(keep[:simulation.BAD_MODEL].sum())
+        row |= {"covered: m3": float(covered[bad]), "width: m3": float(high[bad] - low[bad])}
+    return empty | row
+
+
+def label_anchored_one_bad_cells() -> list[tuple]:
+    """One lambda for all with a per-model fallback to labels alone, against one lambda for all
+    without it, where the judge is bad on one model: at the demo's pooled size (30 questions, 120
+    labels) and the bench's (200 questions, 100 labels)."""
+    return [(f"label_anchored ({name})", source,
+             f"8 models spread, {questions} questions, judge right on 7 models and contradicting people on m3, "
+             f"{budget} human labels: estimable models",
+             label_anchored_one_bad_cell, {"method": method, "questions": questions, "budget": budget})
+            for questions, budget in ((30, 120), (200, 100))
+            for method, name, source in (("fallback", "PPI++, one lambda, labels alone where more precise", "polyrag"),
+                                         ("one", "PPI++, one lambda for all models", "anchor"))]
+
+
 # --- retrieval metrics -----------------------------------------------------------------------
 
 # Populations of one retrieval measure's per-question values, each with its known mean: Recall@5
@@ -803,7 +866,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
-    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells() + retrieval_cells()
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells()
+             + label_anchored_one_bad_cells() + retrieval_cells()
              + components_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]
     start = time.perf_counter()

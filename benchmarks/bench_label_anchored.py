@@ -44,6 +44,9 @@ from polyrag.arena.ppi_fit import Fit, anchored_fit, centred, centring, design, 
 
 MODELS, QUESTIONS, QUESTION_SD, TIE_RATE = 8, 200, 0.5, 0.10
 COPY_RATE, INVALID_RATE, FAVOURED = 0.75, 0.05, 1
+# The "one-bad" judge: right on every model's pairs (copies the human 90% of the time) but one's,
+# where it contradicts the human 60% of the time (one model it cannot judge).
+ONE_BAD_COPY, BAD_MODEL, BAD_CONTRADICT = 0.90, 3, 0.60
 SCENARIOS = {"spread": np.linspace(-1.0, 1.0, MODELS), "close": np.linspace(-0.35, 0.35, MODELS)}
 BUDGETS = (50, 100, 200, 400)
 PAIRS = np.array(list(combinations(range(MODELS), 2)))
@@ -72,6 +75,12 @@ def arena(theta: np.ndarray, judge: str, rng: np.random.Generator) -> tuple[np.n
     for a_first in (True, False):  # the two orders
         if judge == "useless":
             score = np.full(len(pairs), 1.0 if a_first else 0.0)
+        elif judge == "one-bad":
+            first = 1.0 if a_first else 0.0
+            bad = (pairs == BAD_MODEL).any(axis=1)
+            draw = rng.random(len(pairs))
+            score = np.where(bad, np.where(draw < BAD_CONTRADICT, 1 - label, first),
+                             np.where(draw < ONE_BAD_COPY, label, first))
         else:
             favoured = np.where(pairs[:, 0] == FAVOURED, 1.0, np.where(pairs[:, 1] == FAVOURED, 0.0, np.nan))
             fallback = np.where(np.isnan(favoured), 1.0 if a_first else 0.0, favoured)
@@ -184,7 +193,7 @@ def table_seed(args: tuple) -> dict:
     fit, labels_only = fits["label_anchored"], fits["labels_only"]
     low, high = normal_interval(fit)
     keep = table["estimable"].to_numpy()
-    row = {"scenario": scenario, "judge": judge, "seed": seed, "lambda": fit.lam, "some_not_estimable": (~keep).any(),
+    row = {"scenario": scenario, "judge": judge, "seed": seed, "lambda": float(np.nanmean(fit.lam)), "some_not_estimable": (~keep).any(),
            "none_estimable": (~keep).all(), "unrestricted": float(np.mean((low <= truth) & (truth <= high))),
            "reported_models": int(keep.sum()), "covered": np.nan,
            # the models left out of a finite fit (preferred in all or none of their labels): how

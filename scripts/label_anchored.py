@@ -30,8 +30,8 @@ def main() -> None:
                                  cluster_by_question=settings["cluster_by_question"],
                                  active=settings["sample"]["design"] == "active")
     table.insert(1, "scope", sm.wildcards.scope)
-    log.info("%d units, %d human labels, lambda %.3f; n_eff per model %s", len(units), len(labels),
-             table["lambda"].iloc[0], dict(zip(table["model"], table["n_eff"].round(1))))
+    log.info("%d units, %d human labels; lambda per model %s; n_eff per model %s", len(units), len(labels),
+             dict(zip(table["model"], table["lambda"].round(3))), dict(zip(table["model"], table["n_eff"].round(1))))
     for row in table[~table["estimable"]].itertuples():
         log.warning("label-anchored %s: %s", row.model, row.note)
     games = {lang: read_games([p for p in sm.input.games if f"/{lang}/" in p]) for lang in sm.params.languages}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from polyrag.arena.ppi_fit import gradients, hessian, meat, newton_minimum
+from polyrag.arena.ppi_fit import Pieces, gradients, hessian, newton_minimum
 
 
 def active_inclusion_probabilities(judge_value: np.ndarray, expected_labels: int, floor: float) -> np.ndarray:
@@ -24,12 +24,19 @@ def active_inclusion_probabilities(judge_value: np.ndarray, expected_labels: int
 def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray, probability: np.ndarray,
                lam: float | None, clusters: np.ndarray | None = None,
                reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
+    """Anchored parameters, covariance, lam and convergence of :func:`active_pieces`' fit."""
+    pieces = active_pieces(x, y, yhat, labelled, probability, lam, clusters, reported)
+    return pieces.theta, pieces.covariance(), pieces.lam, pieces.converged
+
+
+def active_pieces(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray, probability: np.ndarray,
+                  lam: float | None, clusters: np.ndarray | None = None, reported: np.ndarray | None = None) -> Pieces:
     """The active-inference M-estimator: every unit's loss on the judge value, plus on the units
     labelled with probability ``probability`` (independent draws) the label-minus-judge correction
     weighted by 1 / probability, so the loss is unbiased for the loss on every unit's human label whatever the design:
     ``1/N sum_u [lam l(yhat_u) + xi_u / pi_u (l(y_u) - lam l(yhat_u))]``. ``y`` is read only where
     ``labelled``. ``lam=None`` tunes it (trace of the covariance of ``reported @ theta``).
-    Returns anchored parameters, covariance, lam and convergence as :func:`anchored_fit`."""
+    Returns the fit and the terms of its covariance, as ``polyrag.arena.ppi_fit.anchored_pieces``."""
     weight = np.where(labelled, 1 / probability, 0.0)
     y = np.where(labelled, y, yhat)
     lam_used = 1.0 if lam is None else float(lam)
@@ -55,6 +62,5 @@ def active_fit(x: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndar
             cross = (a_centred.T @ b_centred + b_centred.T @ a_centred) / 2
             denominator = np.trace(v @ (b_centred.T @ b_centred) @ v.T)
             lam_used = float(np.clip(-np.trace(v @ cross @ v.T) / denominator, 0, 1)) if denominator > 0 else 0.0
-    psi = a + lam_used * b
-    covariance = inverse_hessian @ meat([(psi, 1.0)], None if clusters is None else [clusters]) @ inverse_hessian
-    return theta, covariance, lam_used, converged
+    return Pieces(theta, inverse_hessian, labels=[a], judge=[b], groups=None if clusters is None else [clusters],
+                  lam=lam_used, converged=converged)

@@ -46,7 +46,7 @@ class Fit:
 
     logit: np.ndarray
     covariance: np.ndarray
-    lam: float
+    lam: float | np.ndarray  # one for every logit, or each logit's (the shared one, or 0 where it fell back)
     converged: bool  # False where the labels have no finite maximum (the interval is unbounded)
 
 
@@ -59,10 +59,11 @@ def design(pairs: np.ndarray, n_models: int, anchor: int = 0) -> np.ndarray:
     return np.delete(x, anchor, axis=1)
 
 
-def centring(n_models: int, anchor: int = 0) -> np.ndarray:
-    """The map from anchored parameters (the anchor at 0) to logits with mean 0 (models x params)."""
+def centring(n_models: int, anchor: int = 0, over: np.ndarray | None = None) -> np.ndarray:
+    """The map from anchored parameters (the anchor at 0) to logits with mean 0 (models x params),
+    or mean 0 over the models in the boolean mask ``over``."""
     full = np.delete(np.eye(n_models), anchor, axis=1)
-    return full - full.mean(axis=0, keepdims=True)
+    return full - full[slice(None) if over is None else over].mean(axis=0, keepdims=True)
 
 
 def gradients(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -159,14 +160,60 @@ def power_tuning(g, g_hat, g_hat_unlabelled, inverse_hessian, reported: np.ndarr
     return float(np.clip(numerator / denominator, 0.0, 1.0)) if denominator > 0 else 0.0
 
 
-def anchored_fit(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float | None,
-                 clusters_labelled=None, clusters_unlabelled=None,
-                 reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
-    """Anchored parameters, their covariance, ``lam`` and convergence (``lam=None``: power tuning
-    for the total variance of ``reported @ theta``, see :func:`power_tuning`).
-    ``ppi_py``'s conventions: the Hessian averages over all units (labelled only when lam is 0),
-    the meat uses covariances with ``ddof=1``."""
-    clustered = clusters_labelled is not None
+@dataclass
+class Pieces:
+    """One fit's parameters and the per-unit terms of its estimating function ``psi = labels + lam
+    judge``, in independent parts (labelled and unlabelled units, each averaged over its own size as
+    in :func:`meat`), so that the covariance of any linear map of several such fits follows."""
+
+    theta: np.ndarray
+    inverse_hessian: np.ndarray
+    labels: list[np.ndarray]
+    judge: list[np.ndarray]
+    groups: list[np.ndarray] | None  # the cluster of every row of each part, or None
+    lam: float
+    converged: bool
+
+    def influence(self, row: np.ndarray, lam: float | None = None) -> list[np.ndarray]:
+        """Per part, each unit's contribution to ``row @ theta`` (lam: the fit's own by default;
+        0 gives the labels-only contribution at the same point, with the same Hessian)."""
+        lam = self.lam if lam is None else lam
+        v = row @ self.inverse_hessian
+        return [(a + lam * b) @ v for a, b in zip(self.labels, self.judge)]
+
+    def covariance(self, reported: np.ndarray | None = None) -> np.ndarray:
+        v = np.eye(len(self.theta)) if reported is None else reported
+        return joint_covariance([self.influence(row) for row in v], self.groups)
+
+
+def joint_covariance(influences: list[list[np.ndarray]], groups: list[np.ndarray] | None) -> np.ndarray:
+    """The covariance of several estimates, each given by its per-part unit contributions
+    (:meth:`Pieces.influence`) on the same units: :func:`meat` of the stacked columns. Clustered,
+    each estimate's small-sample factor C / (C - 1) counts the clusters of the parts it draws on
+    (a fit with lam 0 draws nothing from the unlabelled units), as its own fit's covariance does;
+    scaling the columns so keeps the matrix positive semi-definite."""
+    parts = [np.column_stack(columns) for columns in zip(*influences)]
+    if groups is None:
+        return meat([(rows, 1.0) for rows in parts], None)
+    names, index = np.unique(np.concatenate(groups), return_inverse=True)
+    sums = np.zeros((len(names), parts[0].shape[1]))
+    seen = np.zeros((len(names), parts[0].shape[1]), bool)
+    offset = 0
+    for rows in parts:
+        if len(rows):
+            where = index[offset:offset + len(rows)]
+            np.add.at(sums, where, (rows - rows.mean(axis=0)) / len(rows))
+            drawn = np.any(rows != 0, axis=0)  # the estimates this part enters
+            seen[np.ix_(np.unique(where), drawn)] = True
+        offset += len(rows)
+    c = seen.sum(axis=0)
+    scaled = sums * np.sqrt(c / np.maximum(c - 1, 1))
+    return scaled.T @ scaled
+
+
+def anchored_pieces(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float | None,
+                    clusters_labelled=None, clusters_unlabelled=None, reported: np.ndarray | None = None) -> Pieces:
+    """The fit of :func:`anchored_fit` with the terms of its covariance."""
     tuned = lam is None
     lam_used = 1.0 if tuned else float(lam)
     passes = 3 if tuned else 1
@@ -180,14 +227,21 @@ def anchored_fit(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, la
         inverse_hessian = np.linalg.pinv(hessian(theta, everything))
         if tuning:
             lam_used = power_tuning(g, g_hat, g_hat_unlabelled, inverse_hessian, reported)
-    parts = [(g - lam_used * g_hat, 1.0)]
-    groups = [clusters_labelled] if clustered else None
-    if lam_used:
-        parts.append((g_hat_unlabelled, lam_used))
-        if clustered:
-            groups.append(clusters_unlabelled)
-    covariance = inverse_hessian @ meat(parts, groups) @ inverse_hessian
-    return theta, covariance, lam_used, converged
+    groups = None if clusters_labelled is None else [clusters_labelled, clusters_unlabelled]
+    return Pieces(theta, inverse_hessian, labels=[g, np.zeros_like(g_hat_unlabelled)],
+                  judge=[-g_hat, g_hat_unlabelled], groups=groups, lam=lam_used, converged=converged)
+
+
+def anchored_fit(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam: float | None,
+                 clusters_labelled=None, clusters_unlabelled=None,
+                 reported: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float, bool]:
+    """Anchored parameters, their covariance, ``lam`` and convergence (``lam=None``: power tuning
+    for the total variance of ``reported @ theta``, see :func:`power_tuning`).
+    ``ppi_py``'s conventions: the Hessian averages over all units (labelled only when lam is 0),
+    the meat uses covariances with ``ddof=1``."""
+    pieces = anchored_pieces(x_labelled, y, yhat_labelled, x_unlabelled, yhat_unlabelled, lam, clusters_labelled,
+                             clusters_unlabelled, reported)
+    return pieces.theta, pieces.covariance(), pieces.lam, pieces.converged
 
 
 def centred(theta: np.ndarray, covariance: np.ndarray, n_models: int, anchor: int, lam: float,

@@ -108,3 +108,16 @@ def test_component_effects_cover_with_a_cell_missing_and_a_factor_without_effect
     test = rows["component effects: interaction test"]
     # power 0.42 at commit fec8a13 (its interaction on the design's cycle; on g2's lone cell it was 0.065)
     assert test["null_rejection"] <= binom.ppf(0.999, SEEDS, 0.05) / SEEDS and test["power"] > 0.25
+
+
+@pytest.mark.slow
+def test_label_anchored_with_a_judge_bad_on_one_model_covers_and_that_models_interval_is_narrower():
+    """One lambda for all with each model falling back to labels alone where more precise, against
+    one lambda for all without it, at the demo's pooled size (30 questions, 120 labels): both cover;
+    the model the judge contradicts people on gets a narrower interval."""
+    cells = {c[1]: c for c in bench_coverage.label_anchored_one_bad_cells() if c[2].startswith("8 models spread, 30")}
+    fallback, one = (bench_coverage.run_cell((*cells[source], SEEDS)) for source in ("polyrag", "anchor"))
+    assert_covers(fallback[0]["coverage"])
+    bad_fallback, bad_one = (next(r for r in rows if r["estimator"].endswith(": m3")) for rows in (fallback, one))
+    assert_covers(bad_fallback["coverage"])
+    assert bad_fallback["mean_width"] < bad_one["mean_width"]
