@@ -275,10 +275,10 @@ def test_report_opens_on_the_results_with_answers_and_figures_in_chromium(run, r
         assert sorted(categories)[-1] == "9. Downloads" and "results/leaderboard.csv" in categories["9. Downloads"]
         assert categories["1. Results"] == ["results/leaderboard.html"], categories  # no retrieval in this run
         # The front page (the workflow's text beside its DAG) says where the results are and links to them.
-        front = page.locator(".prose")
+        front = page.locator(".prose").first
         assert "Where the results are" in front.inner_text()
         front.locator("a", has_text="1. Results").click()
-        first = page.locator("nav tr").first  # the first result of the first category: the leaderboard table
+        first = page.locator("nav tbody tr").first  # the first result of the first category: the leaderboard table
         assert "results/leaderboard.html" in first.inner_text()
         assert leaderboard_models(page) == models  # in rank order
         page.screenshot(path=str(workdir / "report-leaderboard.png"))
