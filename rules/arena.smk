@@ -254,7 +254,7 @@ rule leaderboard:
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
     output:
-        leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category="Leaderboard"),
+        leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category=REPORT["downloads"]),
         detailed="results/leaderboard_detailed.csv",
         by_language="results/leaderboard_by_language.csv",
     params:
@@ -286,7 +286,7 @@ rule leaderboard_table:
         components_summary=(expand(rules.component_effects.output.summary, judge=ARENA_JUDGE)
                             if ARENA_JUDGE in CROSSED_JUDGES else []),
     output:
-        report("results/leaderboard.html", caption="../report/leaderboard.rst", category="Leaderboard"),
+        report("results/leaderboard.html", caption="../report/leaderboard.rst", category=REPORT["results"]),
     localrule: True
     log:
         "logs/arena/leaderboard_table.log",
@@ -296,6 +296,37 @@ rule leaderboard_table:
         "../envs/core.yaml"
     script:
         "../scripts/leaderboard_table.py"
+
+
+# Every system's answers to read: per language and question, two systems side by side with the
+# passages each was given (the cited ones marked) and the arena judge's verdicts for the pair. An
+# aggregate like the leaderboard, so it reads every model's answers.
+rule answers_browser:
+    input:
+        questions=expand(QUESTIONS, lang=LANGUAGES),
+        answers=expand(ANSWERS, model=MODELS, lang=LANGUAGES),
+        games=[path for lang in LANGUAGES for path in judgment_paths(ARENA_JUDGE, lang)] if ARENA_JUDGE else [],
+        leaderboard=[rules.leaderboard.output.leaderboard] if ARENA_JUDGE else [],
+    output:
+        report("results/answers.html", caption="../report/answers.rst", category=REPORT["answers"]),
+    params:
+        languages=LANGUAGES,
+        models=MODELS,
+        answer_keys=[(model, lang) for model in MODELS for lang in LANGUAGES],  # the key of each answers file
+        games_languages=[lang for lang in LANGUAGES for path in judgment_paths(ARENA_JUDGE, lang)] if ARENA_JUDGE else [],
+        judge=ARENA_JUDGE,
+    localrule: True
+    log:
+        "logs/arena/answers_browser.log",
+    benchmark:
+        "results/benchmarks/arena/answers_browser.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/answers_browser.py"
 
 
 # The judges beside the leaderboard: diagnostics, agreement, self-preference, style and each
@@ -310,7 +341,7 @@ rule judges_table:
         # rules/meta_eval.smk, included after this file
         credibility=lambda wildcards: rules.meta_eval_summary.output.credibility if META_EVAL and META_EVAL["llm_judges"] else [],
     output:
-        page=report("results/judges.html", caption="../report/judges.rst", category="Judges"),
+        page=report("results/judges.html", caption="../report/judges.rst", category=REPORT["judges"]),
         diagnostics="results/judge_diagnostics.csv",
     params:
         judges=JUDGES,
@@ -335,14 +366,14 @@ rule arena_plots:
         surrogate_metrics=expand(SURROGATE_METRICS, judge=ARENA_JUDGE, lang=LANGUAGES),
         model_features=expand(SURROGATE_FEATURES, judge=ARENA_JUDGE, lang=LANGUAGES),
     output:
-        rank_heatmap=report("results/plots/rank_heatmap.png", caption="../report/rank_heatmap.rst", category="Arena"),
-        logits=report("results/plots/bt_logits.png", caption="../report/bt_logits.rst", category="Arena"),
-        features=report("results/plots/features.png", caption="../report/features.rst", category="Features"),
+        rank_heatmap=report("results/plots/rank_heatmap.png", caption="../report/rank_heatmap.rst", category=REPORT["arena"]),
+        logits=report("results/plots/bt_logits.png", caption="../report/bt_logits.rst", category=REPORT["arena"]),
+        features=report("results/plots/features.png", caption="../report/features.rst", category=REPORT["features"]),
         importances=report(
-            "results/plots/feature_importances.png", caption="../report/feature_importances.rst", category="Surrogate"
+            "results/plots/feature_importances.png", caption="../report/feature_importances.rst", category=REPORT["surrogate"]
         ),
         surrogate=report(
-            "results/plots/surrogate_vs_bt.png", caption="../report/surrogate_vs_bt.rst", category="Surrogate"
+            "results/plots/surrogate_vs_bt.png", caption="../report/surrogate_vs_bt.rst", category=REPORT["surrogate"]
         ),
     params:
         languages=LANGUAGES,

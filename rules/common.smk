@@ -61,6 +61,20 @@ FEATURES = "results/features/{model}/{lang}.parquet"
 ANSWERS_MANIFEST = "results/answers/{model}/manifest.json"
 FEATURES_MANIFEST = "results/features/{model}/manifest.json"
 
+# The report's categories in the order its menu lists them (Snakemake sorts them by name, hence the
+# numbers): the results first, then how far the judges can be trusted, then figures, then downloads.
+REPORT = {
+    "results": "1. Results",
+    "answers": "2. Answers",
+    "judges": "3. Judges",
+    "meta_eval": "4. Meta-evaluation",
+    "mars": "5. MARS",
+    "arena": "6. Arena",
+    "features": "7. Features",
+    "surrogate": "8. Surrogate",
+    "downloads": "9. Downloads",
+}
+
 
 def alternatives(names):
     """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
@@ -94,7 +108,8 @@ def all_targets():
         + expand(rules.style_control.output.style_table, judge=JUDGES, lang=LANGUAGES)
         + expand(rules.component_effects.output.table, judge=CROSSED_JUDGES)
         + ([rules.leaderboard.output.leaderboard, rules.leaderboard_table.output[0],
-            rules.arena_plots.output.rank_heatmap, rules.judges_table.output.page] if ARENA_JUDGE else [])
+            rules.arena_plots.output.rank_heatmap, rules.judges_table.output.page,
+            rules.answers_browser.output[0]] if ARENA_JUDGE else [])
         + expand(rules.label_anchored.output.table, judge=HUMAN_LABELS["judge"] if HUMAN_LABELS else [],
                  scope=LABELLED_LANGUAGES + (["all"] if len(LABELLED_LANGUAGES) > 1 else []))
         + expand(rules.human_label_sample.output.tasks, lang=LANGUAGES if HUMAN_LABELS else [])
@@ -104,7 +119,7 @@ def all_targets():
         + ([rules.train_student.output.loss, rules.curate_training_set.output.counts] if FT else [])
         + (list(rules.finetune_gain.output) if FT_CONTROL and ARENA_JUDGE else [])
         + (list(rules.checks.output) if CHECKS else [])
-        + ([rules.retrieval_leaderboard.output[0]] if RETRIEVAL else [])
+        + ([rules.retrieval_leaderboard.output[0], rules.retrieval_leaderboard_table.output[0]] if RETRIEVAL else [])
     )
 
 

@@ -165,10 +165,10 @@ rule mars_meta_eval:
         calibration=rules.mars_calibration_predictions.output[0],
         judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
-        summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category="MARS"),
+        summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category=REPORT["mars"]),
         systems="results/mars/meta_eval_systems.csv",
         coverage=report("results/mars/meta_eval_coverage.csv", caption="../report/mars_meta_eval_coverage.rst",
-                        category="MARS"),
+                        category=REPORT["mars"]),
     params:
         cache_dir=config["cache_dir"],
         pairs=MARS["meta_eval"]["pairs"] if MARS and MARS["meta_eval"] else [],

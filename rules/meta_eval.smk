@@ -104,13 +104,13 @@ rule meta_eval_summary:
     input:
         expand("results/meta_eval/{evaluator}/{memerag_lang}.parquet", evaluator=META_EVALUATORS, memerag_lang=META_LANGUAGES),
     output:
-        summary=report("results/meta_eval/summary.csv", caption="../report/meta_eval.rst", category="Meta-evaluation"),
+        summary=report("results/meta_eval/summary.csv", caption="../report/meta_eval.rst", category=REPORT["meta_eval"]),
         significance="results/meta_eval/significance.csv",
         fine_grained="results/meta_eval/fine_grained.csv",
         credibility=report(
-            "results/meta_eval/judge_credibility.csv", caption="../report/judge_credibility.rst", category="Leaderboard"
+            "results/meta_eval/judge_credibility.csv", caption="../report/judge_credibility.rst", category=REPORT["judges"]
         ),
-        figure=report("results/plots/meta_eval.png", caption="../report/meta_eval_figure.rst", category="Meta-evaluation"),
+        figure=report("results/plots/meta_eval.png", caption="../report/meta_eval_figure.rst", category=REPORT["meta_eval"]),
     params:
         evaluators=META_EVALUATORS,
         languages=META_LANGUAGES,

@@ -20,7 +20,18 @@ CHROMIUM = Path("/usr/bin/chromium")  # Debian's package
 # Headless and offline: nothing of Chromium's own (updates, sync, QUIC probes) reaches for the network.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-LEADERBOARD = ("Leaderboard", "results/leaderboard.html")
+LEADERBOARD = ("1. Results", "results/leaderboard.html")
+ANSWERS = ("2. Answers", "results/answers.html")
+
+
+def require_chromium() -> Path:
+    """Debian's Chromium, or a skip with the reason; in CI (POLYRAG_SHARED_DATA set) a missing one fails."""
+    from tests.helpers.environment import skip_unless_required
+
+    if CHROMIUM.exists():
+        return CHROMIUM
+    skip_unless_required(f"{CHROMIUM} not found: apt-get install chromium to render the report in a browser",
+                         "POLYRAG_SHARED_DATA")
 
 
 @dataclass

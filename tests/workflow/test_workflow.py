@@ -15,7 +15,7 @@ import yaml
 from scipy.stats import binomtest, kendalltau
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
-from tests.helpers.environment import GEMMA_THREADS, skip_unless_required
+from tests.helpers.environment import GEMMA_THREADS
 from tests.helpers.tiny_models import sequence_classifier
 from tests.helpers.workflow import scheduled_jobs, snakemake, tiny_config
 
@@ -253,24 +253,16 @@ def test_judge_diagnostics_panel_and_style_control(run):
     assert len(benchmark) == 1  # one job (one model load) for every pair and language
 
 
-def chromium() -> Path:
-    """Debian's Chromium, or a skip with the reason; in CI (POLYRAG_SHARED_DATA set) a missing one fails."""
-    from tests.helpers.report_browser import CHROMIUM
-
-    if CHROMIUM.exists():
-        return CHROMIUM
-    skip_unless_required(f"{CHROMIUM} not found: apt-get install chromium to render the report in a browser",
-                         "POLYRAG_SHARED_DATA")
-
-
-def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
+def test_report_opens_on_the_results_with_answers_and_figures_in_chromium(run, repo):
     """Snakemake's report is a JavaScript app: the leaderboard's model names are in the DOM only if
-    the page runs and shows the table (a CSV result is only a download link)."""
+    the page runs and shows the table (a CSV result is only a download link). Its menu opens on the
+    results (the leaderboard table first), then the answers browser, then judges, figures, downloads."""
     from PIL import Image
 
-    from tests.helpers.report_browser import leaderboard_models, open_report, report_categories, show_result
+    from tests.helpers.report_browser import (ANSWERS, leaderboard_models, open_report, report_categories,
+                                              require_chromium, show_result)
 
-    browser = chromium()
+    browser = require_chromium()
     workdir, _ = run
     report = workdir / "report-chromium.html"
     result = snakemake(repo, workdir, "--report", str(report))
@@ -278,14 +270,38 @@ def test_report_shows_leaderboard_and_figures_in_chromium(run, repo):
     models = pd.read_csv(workdir / "results" / "leaderboard.csv")["model"].tolist()
     with open_report(report, chromium=browser) as (page, problems):
         categories = report_categories(page)
-        assert "results/leaderboard.html" in categories["Leaderboard"], categories
-        assert categories["Judges"] == ["results/judges.html"], categories
+        # the menu lists categories by name: the results come first, the downloads last
+        assert sorted(categories)[:3] == ["1. Results", "2. Answers", "3. Judges"], categories
+        assert sorted(categories)[-1] == "9. Downloads" and "results/leaderboard.csv" in categories["9. Downloads"]
+        assert categories["1. Results"] == ["results/leaderboard.html"], categories  # no retrieval in this run
+        # The front page (the workflow's text beside its DAG) says where the results are and links to them.
+        front = page.locator(".prose").first
+        assert "Where the results are" in front.inner_text()
+        front.locator("a", has_text="1. Results").click()
+        first = page.locator("nav tbody tr").first  # the first result of the first category: the leaderboard table
+        assert "results/leaderboard.html" in first.inner_text()
         assert leaderboard_models(page) == models  # in rank order
         page.screenshot(path=str(workdir / "report-leaderboard.png"))
+        # The answers browser inside the report: two systems side by side, the cited passages marked.
+        show_result(page, *ANSWERS)
+        frame = page.frame_locator("iframe")
+        frame.locator("#left").select_option("mock-0")
+        frame.locator("#right").select_option("mock-50")
+        columns = frame.locator("#columns .system")
+        assert columns.evaluate_all("nodes => nodes.map(n => n.dataset.model)") == ["mock-0", "mock-50"]
+        query_id = frame.locator("#question").input_value()
+        lang = frame.locator("#lang").input_value()
+        answer = pd.read_parquet(workdir / "results" / "answers" / "mock-0" / f"{lang}.parquet")
+        row = answer.set_index("query_id").loc[query_id]
+        assert columns.nth(0).locator(".answer").inner_text() == row["answer"]
+        cited = columns.nth(0).locator(".passage.cited").evaluate_all("nodes => nodes.map(n => n.dataset.docid)")
+        assert cited and cited == [p["docid"] for p in row["passages"] if p["docid"] in set(row["cited_docids"])]
+        page.screenshot(path=str(workdir / "report-answers.png"))
         # Every figure the workflow drew is in the report and decodes at its size on disk.
         figures = {path: name for name, paths in categories.items() for path in paths if path.endswith(".png")}
         assert set(figures) == {f"results/plots/{p.name}" for p in (workdir / "results" / "plots").glob("*.png")}
         for path, category in figures.items():
+            assert category > "3. Judges", (path, category)  # figures after the results and the judges
             show_result(page, category, path)
             image = page.locator("img[src^='data:image/png']")
             shown = image.evaluate("img => img.decode().then(() => [img.naturalWidth, img.naturalHeight])")
