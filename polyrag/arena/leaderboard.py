@@ -161,7 +161,7 @@ def with_retrieval(table: pd.DataFrame, retrieval: pd.DataFrame, runs: dict[str,
     its run over all languages (the retrieval leaderboard's ``all`` row, or its one language's), as
     ``retrieval_{measure}`` with ``_lower``/``_upper``; empty for other systems."""
     languages = retrieval["lang"].unique()
-    overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("system")
+    overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("model")
     columns = [f"{m}{suffix}" for m in measures for suffix in ("", "_lower", "_upper")]
     values = overall.reindex([runs.get(model, "") for model in table["model"]])[columns]
     return pd.concat([table, values.set_axis(table.index).add_prefix("retrieval_")], axis=1)

@@ -113,7 +113,7 @@ def test_with_systems_columns_keep_their_order_when_the_entries_keys_come_sorted
 
 def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
     table = pd.DataFrame({"model": ["s1", "s2", "g"], "retriever": ["bm25", "bm25", None], "reranker": [None, "ce", None]})
-    retrieval = pd.DataFrame({"system": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
+    retrieval = pd.DataFrame({"model": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
                               "lang": ["en", "de", "all"] * 2,
                               "nDCG@10": [0.5, 0.3, 0.4, 0.7, 0.5, 0.6], "nDCG@10_lower": [0.1] * 6, "nDCG@10_upper": [0.9] * 6,
                               "Recall@5": [0.6, 0.4, 0.5, 0.8, 0.6, 0.7], "Recall@5_lower": [0.2] * 6, "Recall@5_upper": [1.0] * 6})
