@@ -101,8 +101,10 @@ def short_leaderboard(detailed: pd.DataFrame) -> pd.DataFrame:
 def with_mars_scores(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Add ``mars_languages`` (the languages MARS scored, which may be fewer than the arena's) and
     ``mars_{metric}`` with ``_ci_low``/``_ci_high``: each model's PPI score over those languages
-    (the ``all`` rows of results/mars/scores/{model}.csv)."""
-    pooled = scores[scores["lang"] == "all"]
+    (the ``all`` rows of results/mars/scores/{model}.csv). A score left empty (not estimable:
+    ``polyrag.mars.estimates``) has an empty interval here too: the scores file keeps its bound."""
+    pooled = scores[scores["lang"] == "all"].copy()
+    pooled.loc[pooled["score"].isna(), ["ci_low", "ci_high"]] = np.nan
     scored = scores[scores["lang"] != "all"].groupby("model")["lang"].agg(lambda langs: ",".join(sorted(set(langs))))
     wide = {"mars_languages": scored}
     for metric, rows in pooled.groupby("metric", sort=False):

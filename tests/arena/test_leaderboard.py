@@ -123,3 +123,16 @@ def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
     assert out["retrieval_Recall@5"].tolist()[:2] == [0.5, 0.7] and out["model"].tolist() == ["s1", "s2", "g"]
     one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"], runs)
     assert one_language["retrieval_nDCG@10"].tolist()[:2] == [0.3, 0.5]
+
+
+def test_a_mars_score_left_empty_has_an_empty_interval_in_the_leaderboard():
+    """A metric no judge could measure (MARS leaves its score empty with the bound [0, 1]) shows
+    nothing in the leaderboard: before, mars_lc was empty beside an interval."""
+    table, _ = leaderboard({"en": language_table("en", *arena_tables(EN_LOGITS, {}))})
+    scores = pd.DataFrame([{"model": m, "lang": lang, "metric": metric, "score": score, "ci_low": low, "ci_high": high}
+                           for m in ("a", "b", "c") for lang in ("en", "all")
+                           for metric, score, low, high in (("af", 0.8, 0.7, 0.9), ("lc", np.nan, 0.0, 1.0))])
+    detailed = with_mars_scores(table, scores).set_index("model")
+    assert detailed[["mars_lc", "mars_lc_ci_low", "mars_lc_ci_high"]].isna().all().all()
+    assert detailed[["mars_af", "mars_af_ci_low", "mars_af_ci_high"]].eq([0.8, 0.7, 0.9]).all().all()
+    assert scores["ci_high"].eq([0.9, 1.0] * 6).all()  # the scores table itself keeps its bound
