@@ -80,7 +80,7 @@ def test_runs_metrics_and_the_systems_passages(retrieved):
             by_hand = [len(set(run[(run.query_id == q) & (run["rank"] <= 5)].docid) & relevant[q]) / len(relevant[q])
                        for q in questions["query_id"]]
             row = board[(board.model == retriever) & (board.lang == lang)].iloc[0]
-            assert row["Recall@5"] == pytest.approx(sum(by_hand) / len(by_hand))
+            assert row["Recall@5"] == pytest.approx(sum(by_hand) / len(by_hand), rel=5e-4)  # 4 digits
             assert row["Recall@5_lower"] <= row["Recall@5"] <= row["Recall@5_upper"]
         # the English corpus for German questions: the demo is parallel, so the docids (and labels) match
         assert set(read_run(workdir / f"results/retrieval/runs/e5-en/{lang}.parquet").docid) <= set(
@@ -205,8 +205,8 @@ def test_a_pooled_corpus_of_four_languages_is_one_index_scored_as_each_question_
         recall = [len(set(own[(own.query_id == q) & (own["rank"] <= 5)].docid) & relevant[q]) / len(relevant[q])
                   for q in questions["query_id"]]
         row = board[(board.model == "bm25-pool") & (board.lang == lang)].iloc[0]
-        assert row["InLanguage@10"] == pytest.approx(sum(share) / len(share))
-        assert row["Recall@5"] == pytest.approx(sum(recall) / len(recall)) and row["Recall@5"] > 0
+        assert row["InLanguage@10"] == pytest.approx(sum(share) / len(share), rel=5e-4)  # 4 digits
+        assert row["Recall@5"] == pytest.approx(sum(recall) / len(recall), rel=5e-4) and row["Recall@5"] > 0
         passages = pd.read_parquet(tmp_path / f"results/retrieval/passages/mock-pool-5/{lang}.parquet")
         for query_id, given in zip(passages["query_id"], passages["passages"]):
             expected = own[(own.query_id == query_id) & (own["rank"] <= 5)].sort_values("rank").docid.tolist()
