@@ -610,7 +610,7 @@ def retrieval_ranks_cell(seed: int, systems: int, languages: int, questions: int
             values[f"l{lang}"] = np.where(hit, rng.beta(2, 1.2, questions), 0.0)
     table = retrieval_metrics.retrieval_leaderboard({s: per_query_frame(v) for s, v in by_system.items()},
                                                     RETRIEVAL_BOOTSTRAP, seed=seed)
-    rows = table[table["lang"] == ("all" if languages > 1 else "l0")].set_index("system").loc[list(by_system)]
+    rows = table[table["lang"] == ("all" if languages > 1 else "l0")].set_index("model").loc[list(by_system)]
     truth = np.ones(systems) if gap == 0 else np.arange(1, systems + 1)
     upper = np.full(systems, systems) if gap == 0 else truth
     return {"covered": bool(((rows["rank_best"] <= truth) & (rows["rank_worst"] >= upper)).all()),

@@ -1,4 +1,9 @@
-"""Reading back the CSV tables polyrag writes, with names kept as text.
+"""Writing the CSV tables meant for people, and reading back the CSV tables polyrag writes, with
+names kept as text.
+
+``write_table`` writes every float with ``SIGNIFICANT_DIGITS`` significant digits (0.7512, 12.35,
+1235, 1.235e-05; no trailing zeros): a CSV is read by people, and sixteen digits of a bootstrap
+mean are noise. Tables that later jobs compute from stay Parquet at full precision.
 
 A plain ``pd.read_csv`` turns a model named ``NA`` into NaN and ``080`` into the integer 80, so
 every CSV polyrag reads goes through ``read_table``: the columns that hold names (models, judges,
@@ -8,6 +13,7 @@ the other columns keep pandas' usual parsing (numbers, and ``NA``/``nan``/empty 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +28,28 @@ NAME_COLUMNS = frozenset({
     "system", "generator", "retriever", "reranker", "docid",
 })
 DEFAULT_NA = sorted(STR_NA_VALUES)
+#: Significant digits of the floats in a CSV meant for people.
+SIGNIFICANT_DIGITS = 4
+
+
+def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> str:
+    """``value`` with ``digits`` significant digits, in positional notation from 0.001 up (no
+    exponent for large numbers: 123457 rather than 1.235e+05), without trailing zeros."""
+    if not math.isfinite(value):
+        return str(value)  # inf, -inf (NaN is written as an empty cell before this is asked)
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude < -3:
+        return f"{value:.{digits - 1}e}"
+    text = f"{value:.{max(digits - 1 - magnitude, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def write_table(table: pd.DataFrame, path: str | Path) -> None:
+    """``table`` as a CSV for people: floats with ``SIGNIFICANT_DIGITS`` significant digits,
+    missing values as empty cells, no index."""
+    table.to_csv(path, index=False, float_format=significant)
 
 
 def read_table(path: str | Path, sep: str = ",", name_columns: tuple[str, ...] = (), **options) -> pd.DataFrame:

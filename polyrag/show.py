@@ -231,18 +231,17 @@ def retrieval_block(table: pd.DataFrame, path: Path, measures: tuple[str, ...] =
     each measure with its interval and the joint rank range; the first measure in each language
     where there are at most ``LANGUAGE_COLUMNS``; and every row's note (few questions, questions
     without a relevant document), with the languages it holds for."""
-    name = "system" if "system" in table else "model"
     languages = [lang for lang in pd.unique(table["lang"]) if lang != "all"]
     overall = table[table["lang"] == "all"] if (table["lang"] == "all").any() else table
-    shown = pd.DataFrame({"rank": overall["rank"].astype(int), "retriever": overall[name],
+    shown = pd.DataFrame({"rank": overall["rank"].astype(int), "retriever": overall["model"],
                           "ranks": [rank_range(b, w) for b, w in zip(overall["rank_best"], overall["rank_worst"])]})
     for measure in measures:
         shown[measure] = [with_interval(m, lo, hi) for m, lo, hi in
                           zip(overall[measure], overall[f"{measure}_lower"], overall[f"{measure}_upper"])]
     if 1 < len(languages) <= LANGUAGE_COLUMNS:
-        by_language = table.pivot(index=name, columns="lang", values=measures[0])
+        by_language = table.pivot(index="model", columns="lang", values=measures[0])
         for lang in languages:
-            shown[lang] = [significant(v) for v in by_language.loc[overall[name], lang]]
+            shown[lang] = [significant(v) for v in by_language.loc[overall["model"], lang]]
     level = overall["level"].iloc[0] if len(overall) else 0.95
     scope = (f"macro average over the {len(languages)} languages {', '.join(languages)}" if len(languages) > 1
              else f"one language, {languages[0]}" if languages else "no language")
@@ -252,10 +251,10 @@ def retrieval_block(table: pd.DataFrame, path: Path, measures: tuple[str, ...] =
     text += f"\n{shown.to_string(index=False)}\n"
     notes = table[table["note"].notna() & (table["note"] != "")] if "note" in table else table.iloc[:0]
     notes = notes[~notes["note"].str.fullmatch(r"macro average over \d+ languages")]  # the scope above says it
-    systems = set(table[name])
+    systems = set(table["model"])
     for note, rows in notes.groupby("note", sort=False):
         where = ", ".join(pd.unique(rows["lang"]))
-        who = "" if set(rows[name]) == systems else f" ({', '.join(pd.unique(rows[name]))})"
+        who = "" if set(rows["model"]) == systems else f" ({', '.join(pd.unique(rows['model']))})"
         text += f"note, {where}{who}: {note}\n"
     return text + "\n"
 

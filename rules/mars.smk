@@ -20,6 +20,7 @@ rule mars_gold:
         seed=config["seed"],
     log:
         "logs/mars/gold/{pair}.log",
+    localrule: True  # selects and labels a few hundred XQuAD rows (fetched once into cache_dir): seconds
     resources:
         mem_mb=2000,
         runtime=10,
@@ -99,6 +100,7 @@ rule mars_calibration:
         seed=config["seed"],
     log:
         "logs/mars/calibration.log",
+    localrule: True  # joins a few small labelled tables: seconds
     resources:
         mem_mb=2000,
         runtime=10,

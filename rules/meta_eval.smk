@@ -16,6 +16,7 @@ rule memerag_sentences:
         seed=config["seed"],
     log:
         "logs/meta_eval/data/{memerag_lang}.log",
+    localrule: True  # splits MEMERAG's labelled answers into sentences: seconds
     resources:
         mem_mb=2000,
         runtime=10,

@@ -10,7 +10,7 @@ from polyrag.arena.leaderboard import (language_table, leaderboard, short_leader
                                        with_label_anchored, with_mars_scores, with_retrieval, with_style_controlled, with_systems)
 from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.config.queries import run_name
-from polyrag.csv_tables import read_table
+from polyrag.csv_tables import read_table, write_table
 from polyrag.logs import run_logged
 
 
@@ -41,9 +41,9 @@ def main() -> None:
         table = with_retrieval(table, read_table(i.retrieval[0]), runs)
     if i.label_anchored:
         table = with_label_anchored(table, read_table(i.label_anchored), sm.params.label_anchored_judge)
-    short_leaderboard(table).to_csv(sm.output.leaderboard, index=False)
-    table.to_csv(sm.output.detailed, index=False)
-    by_language.to_csv(sm.output.by_language, index=False)
+    write_table(short_leaderboard(table), sm.output.leaderboard)
+    write_table(table, sm.output.detailed)
+    write_table(by_language, sm.output.by_language)
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

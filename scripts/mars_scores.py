@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from polyrag.csv_tables import write_table
 from polyrag.features.table import read_aligned
 from polyrag.logs import run_logged
 from polyrag.mars.judges import load_judges
@@ -15,7 +16,7 @@ def main() -> None:
              for lang, questions, answers in zip(sm.params.languages, sm.input.questions, sm.input.answers)}
     scores = model_scores(items, pd.read_parquet(sm.input.calibration), judges, sm.params.metrics, sm.params.scoring)
     scores.insert(0, "model", sm.wildcards.model)
-    scores.to_csv(sm.output[0], index=False)
+    write_table(scores, sm.output[0])
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

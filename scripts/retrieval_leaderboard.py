@@ -3,6 +3,7 @@ languages with question-bootstrap intervals and joint rank ranges (polyrag.retri
 
 import pandas as pd
 
+from polyrag.csv_tables import write_table
 from polyrag.logs import run_logged
 from polyrag.retrieval.metrics import retrieval_leaderboard
 
@@ -15,7 +16,7 @@ def main() -> None:
     table = retrieval_leaderboard({run: pd.concat(parts, ignore_index=True) for run, parts in per_run.items()},
                                   n_bootstrap=sm.params.intervals["bootstrap"], level=sm.params.intervals["level"],
                                   seed=sm.params.seed)
-    table.to_csv(sm.output[0], index=False)
+    write_table(table, sm.output[0])
 
 
 run_logged(main, snakemake.log[0])  # noqa: F821

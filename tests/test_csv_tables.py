@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from polyrag.arena.human_labels import KEY_COLUMNS, read_key
-from polyrag.csv_tables import read_table, read_text_table
+from polyrag.csv_tables import read_table, read_text_table, write_table
 from polyrag.show import main, summary
 
 from tests.helpers.workflow import snakemake, tiny_config
@@ -79,3 +81,27 @@ def test_models_named_like_numbers_and_missing_values_reach_the_leaderboard(repo
     ranks = leaderboard.set_index("model")["rank"]
     assert [line.split()[0] for line in block] == [str(ranks[line.split()[2]]) for line in block]  # integers
     assert "Your systems: none marked" in text
+    # the tables for people carry 4 significant digits a number (they carried 16-17)
+    for name in ("leaderboard.csv", "leaderboard_detailed.csv", "leaderboard_by_language.csv"):
+        cells = [cell for line in (tmp_path / "results" / name).read_text().splitlines()[1:] for cell in line.split(",")]
+        numbers = [cell for cell in cells if re.fullmatch(r"-?[0-9.]+(e[-+][0-9]+)?", cell) and "." in cell]
+        assert numbers and all(len(re.sub(r"e.*|[-.]|^[0.]+", "", cell.lstrip("-0."))) <= 4 for cell in numbers), name
+
+
+def test_tables_for_people_carry_four_significant_digits(tmp_path):
+    """leaderboard_detailed.csv carried 16-17 digits a float; written with write_table each float
+    has 4 significant digits (read back within half a unit of the 4th digit), names and integers
+    stay as they are, and a missing value is an empty cell."""
+    values = [0.123456789, -1.23456789, 12345.6789, 0.95, 1.0, 0.0, 2.5e-07, np.nan]
+    table = pd.DataFrame({"model": ["NA", "080"] + [f"m{k}" for k in range(6)], "score": values,
+                          "rank": pd.array([1, 2, 3, 4, 5, 6, 7, None], dtype="Int64")})
+    write_table(table, tmp_path / "board.csv")
+    lines = (tmp_path / "board.csv").read_text().splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == [
+        "0.1235", "-1.235", "12346", "0.95", "1", "0", "2.500e-07", ""]
+    back = read_table(tmp_path / "board.csv")
+    assert list(back["model"]) == list(table["model"]) and back["rank"].tolist()[:7] == [1, 2, 3, 4, 5, 6, 7]
+    finite = np.isfinite(values)
+    scale = 10.0 ** (np.floor(np.log10(np.abs(np.where(np.array(values) == 0, 1, values)))) - 3)
+    assert np.all(np.abs(back["score"].to_numpy()[finite] - np.array(values)[finite]) <= scale[finite] / 2)
+    assert np.isnan(back["score"].iloc[-1])

@@ -181,7 +181,7 @@ def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp
     block = retrieval_lines(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
     assert "macro average over the 2 languages de, en, then nDCG@10 in each language; 95% intervals" in block[0]
     assert "rank range from Holm-adjusted paired randomization tests" in block[0]  # not from the intervals
-    all_rows = board[board["lang"] == "all"].set_index("system")
+    all_rows = board[board["lang"] == "all"].set_index("model")
     bm25, e5 = block[2].split(), block[3].split()
     assert bm25[:3] == ["1", "bm25", "1-1"] and e5[:3] == ["2", "e5", "2-2"]
     low, high = all_rows.loc["e5", ["nDCG@10_lower", "nDCG@10_upper"]]
@@ -195,7 +195,7 @@ def test_the_retrieval_block_shows_each_language_and_the_few_questions_note(tmp_
     board = write_retrieval(tmp_path, 6, languages=("de", "en", "hi"))
     block = retrieval_lines(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
     assert block[1].split()[-3:] == ["de", "en", "hi"]  # one nDCG@10 column per language
-    e5 = board[board["system"] == "e5"].set_index("lang")["nDCG@10"]
+    e5 = board[board["model"] == "e5"].set_index("lang")["nDCG@10"]
     assert block[3].split()[-3:] == [f"{e5[lang]:#.2g}" for lang in ("de", "en", "hi")] == ["0.75"] * 3
     assert block[4:] == ["note, de, en, hi: only 6 questions: the interval rests on few questions"]
     assert (board.loc[board["lang"] != "all", "note"] == "only 6 questions: the interval rests on few questions").all()

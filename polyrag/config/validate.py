@@ -18,7 +18,7 @@ from jsonschema.exceptions import best_match
 
 from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
-from polyrag.config.models import check_model_sources
+from polyrag.config.models import check_model_access, check_model_sources
 from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import (SYSTEM, control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
@@ -189,7 +189,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
 
     ``workflow_dir`` (default: the schema's parent folder) anchors relative data paths that do
     not exist in the working directory (``resolve_local_data``). ``check_models``: also check that
-    every Hugging Face model it names can be loaded from here (``polyrag.config.models``; where the
+    every model it names can be loaded or reached from here (``polyrag.config.models``; where the
     run starts, not in each job)."""
     if not isinstance(config, dict) or not config:
         raise ConfigError(f"{source}: the config is empty; see config.yaml for an example")
@@ -223,6 +223,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     check_known_truths(config, source)
     if check_models:
         check_model_sources(config, source)
+        check_model_access(config, source)
     return config
 
 

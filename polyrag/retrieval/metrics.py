@@ -467,7 +467,8 @@ def retrieval_leaderboard(per_query_metrics_by_run: dict[str, pd.DataFrame], n_b
                           level: float = 0.95, seed: int = 0, rank_measure: str = "nDCG@10",
                           n_permutations: int = 2000) -> pd.DataFrame:
     """One row per (system, language) and per system an ``all`` row (the macro average over
-    languages): ``system, lang, rank, rank_best, rank_worst``, per measure its mean ``{measure}``
+    languages): ``model`` (the run: a retriever, or a retriever and reranker; ``model`` as in every
+    other table), ``lang, rank, rank_best, rank_worst``, per measure its mean ``{measure}``
     with ``{measure}_lower`` and ``{measure}_upper``, then ``level, n_questions,
     n_without_relevant, note``. Within each language (and ``all``) ``rank`` orders the systems
     by the mean of ``rank_measure`` (ties share the best rank); ``rank_best``..``rank_worst``
@@ -485,7 +486,7 @@ def retrieval_leaderboard(per_query_metrics_by_run: dict[str, pd.DataFrame], n_b
     groups = [[lang] for lang in langs] + ([langs] if len(langs) > 1 else [])
     tables = [leaderboard_group(samples, systems, group, measures, level, rank_measure, n_permutations, seed)
               for group in groups]
-    columns = ["system", "lang", "rank", "rank_best", "rank_worst"] + [
+    columns = ["model", "lang", "rank", "rank_best", "rank_worst"] + [
         f"{m}{suffix}" for m in measures for suffix in ("", "_lower", "_upper")] + [
         "level", "n_questions", "n_without_relevant", "note"]
     return pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
@@ -497,7 +498,7 @@ def leaderboard_group(samples: dict[str, dict[str, LanguageSample]], systems: li
     """The leaderboard rows of one language, or of the macro average over ``langs``."""
     rows = []
     for system in systems:
-        row = {"system": str(system), "lang": langs[0] if len(langs) == 1 else ALL_LANGUAGES}
+        row = {"model": str(system), "lang": langs[0] if len(langs) == 1 else ALL_LANGUAGES}
         for column, measure in enumerate(measures):
             estimates = [mean_interval(samples[system][lang].values[:, column],
                                        samples[system][lang].draws[:, column], level) for lang in langs]
@@ -513,4 +514,4 @@ def leaderboard_group(samples: dict[str, dict[str, LanguageSample]], systems: li
     column = measures.index(rank_measure)
     table["rank_best"], table["rank_worst"] = rank_ranges(samples, systems, langs, column, level, n_permutations,
                                                           seed)
-    return table.sort_values(["rank", "system"], kind="stable")
+    return table.sort_values(["rank", "model"], kind="stable")

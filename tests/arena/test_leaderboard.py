@@ -113,7 +113,7 @@ def test_with_systems_columns_keep_their_order_when_the_entries_keys_come_sorted
 
 def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
     table = pd.DataFrame({"model": ["s1", "s2", "g"], "retriever": ["bm25", "bm25", None], "reranker": [None, "ce", None]})
-    retrieval = pd.DataFrame({"system": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
+    retrieval = pd.DataFrame({"model": ["bm25", "bm25", "bm25", "bm25+ce", "bm25+ce", "bm25+ce"],
                               "lang": ["en", "de", "all"] * 2,
                               "nDCG@10": [0.5, 0.3, 0.4, 0.7, 0.5, 0.6], "nDCG@10_lower": [0.1] * 6, "nDCG@10_upper": [0.9] * 6,
                               "Recall@5": [0.6, 0.4, 0.5, 0.8, 0.6, 0.7], "Recall@5_lower": [0.2] * 6, "Recall@5_upper": [1.0] * 6})
@@ -123,3 +123,16 @@ def test_with_retrieval_puts_each_retrieved_systems_run_measures_beside_it():
     assert out["retrieval_Recall@5"].tolist()[:2] == [0.5, 0.7] and out["model"].tolist() == ["s1", "s2", "g"]
     one_language = with_retrieval(table, retrieval[retrieval["lang"] == "de"], runs)
     assert one_language["retrieval_nDCG@10"].tolist()[:2] == [0.3, 0.5]
+
+
+def test_a_mars_score_left_empty_has_an_empty_interval_in_the_leaderboard():
+    """A metric no judge could measure (MARS leaves its score empty with the bound [0, 1]) shows
+    nothing in the leaderboard: before, mars_lc was empty beside an interval."""
+    table, _ = leaderboard({"en": language_table("en", *arena_tables(EN_LOGITS, {}))})
+    scores = pd.DataFrame([{"model": m, "lang": lang, "metric": metric, "score": score, "ci_low": low, "ci_high": high}
+                           for m in ("a", "b", "c") for lang in ("en", "all")
+                           for metric, score, low, high in (("af", 0.8, 0.7, 0.9), ("lc", np.nan, 0.0, 1.0))])
+    detailed = with_mars_scores(table, scores).set_index("model")
+    assert detailed[["mars_lc", "mars_lc_ci_low", "mars_lc_ci_high"]].isna().all().all()
+    assert detailed[["mars_af", "mars_af_ci_low", "mars_af_ci_high"]].eq([0.8, 0.7, 0.9]).all().all()
+    assert scores["ci_high"].eq([0.9, 1.0] * 6).all()  # the scores table itself keeps its bound

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -154,4 +155,78 @@ def test_snakemake_stops_at_start_on_a_model_it_cannot_load_in_one_line(demo_con
     assert line.startswith(f"invalid config: {tmp_path / 'config.yaml'}: retrieval.rerankers.bge.model: model "
                            f"'nonexistent/model' cannot be loaded: not in the Hugging Face cache ({tmp_path / 'hf-cache'})")
     assert line.endswith("set POLYRAG_MODEL_CHECK=off")
+    assert "Job stats" not in result.stdout + result.stderr
+
+
+@pytest.fixture
+def closed_port():
+    """A port on 127.0.0.1 where nothing listens (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def with_api_model(config, **entry):
+    config["models"]["gpt"] = {"backend": "openai", "model": "gpt-4o-mini", **entry}
+    return config
+
+
+def test_an_openai_model_without_its_key_is_refused_naming_the_variable(demo_config, repo, hub, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    assert refusal(with_api_model(copy.deepcopy(demo_config), api_key_env="MY_KEY"), repo) == (
+        "my.yaml: models.gpt.api_key_env: environment variable MY_KEY is not set; export MY_KEY=..., or set "
+        "api_key_env: null for a server that needs no key")
+    monkeypatch.setenv("MY_KEY", "sk-test")
+    check(with_api_model(copy.deepcopy(demo_config), api_key_env="MY_KEY"), repo)
+    check(with_api_model(copy.deepcopy(demo_config), api_key_env=None), repo)  # a server without a key
+    monkeypatch.delenv("MY_KEY")
+    judge = copy.deepcopy(demo_config)  # a judge is checked like a model
+    judge["judges"]["api"] = {"backend": "openai", "model": "gpt-4o", "api_key_env": "MY_KEY"}
+    assert refusal(judge, repo).startswith("my.yaml: judges.api.api_key_env: environment variable MY_KEY is not set")
+
+
+def test_an_unreachable_base_url_is_refused_and_a_listening_one_passes(demo_config, repo, hub, monkeypatch,
+                                                                         closed_port):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    message = refusal(with_api_model(copy.deepcopy(demo_config), api_key_env=None,
+                                     base_url=f"http://127.0.0.1:{closed_port}/v1"), repo)
+    assert message.startswith(f"my.yaml: models.gpt.base_url: 'http://127.0.0.1:{closed_port}/v1' cannot be "
+                              f"reached: nothing accepts a connection at 127.0.0.1:{closed_port} (ConnectionRefusedError")
+    assert message.endswith("start the server or correct base_url (where jobs run on nodes that reach it, set "
+                            "POLYRAG_MODEL_CHECK=off)")
+    with socket.socket() as server:  # a server that listens (the check connects, sends nothing)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check(with_api_model(copy.deepcopy(demo_config), api_key_env=None,
+                             base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1"), repo)
+    monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")  # the same way out as for the hub's models
+    check(with_api_model(copy.deepcopy(demo_config), api_key_env="UNSET_KEY_VARIABLE",
+                         base_url=f"http://127.0.0.1:{closed_port}/v1"), repo)
+
+
+def test_a_missing_gguf_file_is_refused(demo_config, repo, hub, monkeypatch, tmp_path):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    config = copy.deepcopy(demo_config)
+    config["models"]["local"] = {"backend": "llama_cpp", "model_path": "models/missing.gguf"}
+    assert refusal(config, repo) == (
+        f"my.yaml: models.local.model_path: no GGUF file models/missing.gguf (looked for in {repo}); name a file "
+        "that exists, or a package that ships one (package:)")
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    config = copy.deepcopy(demo_config)
+    config["models"]["local"] = {"backend": "llama_cpp", "model_path": str(gguf)}
+    check(config, repo)
+
+
+def test_a_dry_run_reports_a_missing_api_key_before_any_job(demo_config, repo, tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(with_api_model(demo_config, api_key_env="MY_KEY")))
+    env = {**{k: v for k, v in os.environ.items() if k not in ("POLYRAG_MODEL_CHECK", "MY_KEY")},
+           "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+                             str(tmp_path / "config.yaml")], cwd=repo, capture_output=True, text=True, env=env)
+    assert result.returncode != 0
+    [line] = [line for line in (result.stdout + result.stderr).splitlines() if "invalid config" in line]
+    assert line == (f"invalid config: {tmp_path / 'config.yaml'}: models.gpt.api_key_env: environment variable MY_KEY "
+                    "is not set; export MY_KEY=..., or set api_key_env: null for a server that needs no key")
     assert "Job stats" not in result.stdout + result.stderr

@@ -340,16 +340,16 @@ def test_leaderboard_rows_columns_and_names():
               "bm25": frame({"de": found[0] < 0.5, "en": found[1] < 0.5})}
     table = retrieval_leaderboard(by_run, n_bootstrap=300)
     assert len(table) == 3 * 3 and set(table["lang"]) == {"de", "en", "all"}
-    assert set(table["system"]) == {"NA", "080", "bm25"}  # names stay strings
+    assert set(table["model"]) == {"NA", "080", "bm25"}  # names stay strings
     assert {"nDCG@10", "nDCG@10_lower", "nDCG@10_upper", "rank", "rank_best", "rank_worst"} <= set(table.columns)
     for lang, rows in table.groupby("lang"):
-        rows = rows.set_index("system")
+        rows = rows.set_index("model")
         assert rows.loc["NA", "rank"] == 1 and rows.loc["080", "rank"] == rows.loc["bm25", "rank"] == 2
         # a clear gap is claimed, identical runs are not ordered
         assert (rows.loc["NA", "rank_best"], rows.loc["NA", "rank_worst"]) == (1, 1)
         assert (rows.loc["bm25", "rank_best"], rows.loc["bm25", "rank_worst"]) == (2, 3)
     summary = summarise(by_run["NA"], n_bootstrap=300).set_index(["lang", "measure"])
-    row = table[(table["system"] == "NA") & (table["lang"] == "all")].iloc[0]
+    row = table[(table["model"] == "NA") & (table["lang"] == "all")].iloc[0]
     assert (row["nDCG@10"], row["nDCG@10_lower"], row["nDCG@10_upper"]) == pytest.approx(
         tuple(summary.loc[("all", "nDCG@10"), ["mean", "lower", "upper"]]), abs=1e-12)
 

@@ -90,7 +90,7 @@ def test_half_the_calls_give_the_exhaustive_order(repo, tmp_path):
         assert budgeted.loc[budgeted["lang"] == lang, "share_spent"].eq(record["share_spent"]).all()
         bt = pd.read_csv(tmp_path / "results" / "arena" / "reference" / lang / "bradley_terry.csv")
         assert bt["games"].sum() == 2 * len(games)  # every valid game counts for both its models
-    assert board["share_spent"].iloc[0] == pytest.approx(budgeted.groupby("lang")["share_spent"].first().mean())
+    assert board["share_spent"].iloc[0] == pytest.approx(budgeted.groupby("lang")["share_spent"].first().mean(), rel=1e-3)  # 4 significant digits
     assert board.set_index("model")["games"].sum() == budgeted["games"].sum()
 
     # mock-35 joins: the rounds already judged are not rerun, its first games are against 2 neighbours

@@ -233,3 +233,18 @@ def test_mirage_bench_with_retrieval_has_one_index_per_retriever_and_corpus_lang
     retrieve = jobs.query("rule == 'retrieve'")["wildcards"]
     assert sorted(retrieve) == sorted(f"retriever={r}, lang={lang}" for r in ("bm25", "bge-m3") for lang in languages)
     assert len(jobs.query("rule == 'rerank'")) == 18 and len(jobs.query("rule == 'system_passages'")) == 12 * 18
+
+
+#: Rules whose jobs are bookkeeping (selecting, joining, gathering, tabulating, plotting, checking
+#: small files): they run on the submitting node rather than wait in the queue for seconds of work.
+BOOKKEEPING = ["answer_manifest", "feature_manifest", "merge_features", "gather_games", "mars_gold",
+               "mars_calibration", "memerag_sentences", "meta_eval_summary", "leaderboard", "leaderboard_table",
+               "judges_table", "arena_plots", "retrieval_leaderboard", "checks"]
+
+
+def test_bookkeeping_jobs_run_on_the_submitting_node(repo, tmp_path):
+    shutil.copy(repo / "config.yaml", tmp_path / "config.yaml")  # the demo: every stage, MARS and MEMERAG too
+    jobs = job_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm")))
+    bookkeeping = jobs[jobs["rule"].isin(BOOKKEEPING)]
+    assert set(bookkeeping["rule"]) == set(BOOKKEEPING)  # each is in the demo's plan
+    assert bookkeeping.groupby("rule")["local"].all().to_dict() == dict.fromkeys(sorted(BOOKKEEPING), True)
