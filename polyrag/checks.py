@@ -108,7 +108,7 @@ def relevant_given_shares(answers: dict[str, str], questions: dict[str, str]) ->
     for lang, path in answers.items():
         records = {r["query_id"]: r for r in read_questions(questions[lang]) if r["arena"]}
         given = pd.read_parquet(path)
-        found[lang] = [any(relevance(records[q], p["docid"]) for p in passages)
+        found[lang] = [any(relevance(records[q], p) for p in passages)
                        for q, passages in zip(given["query_id"], given["passages"]) if q in records]
     shares = {lang: float(np.mean(hits)) for lang, hits in found.items()}
     return {**shares, "all": float(np.mean([hit for hits in found.values() for hit in hits]))}
