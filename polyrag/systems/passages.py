@@ -107,6 +107,16 @@ def relevance(record: Mapping[str, Any], passage: Mapping[str, Any]) -> bool | N
     return str(passage["docid"]) in set(record["relevant_docids"])
 
 
+def labelled_relevant_docid(record: Mapping[str, Any], passages: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a passage's docid among ``passages`` is labelled relevant to the question, whatever
+    its text: the rule of the grounded mock (``polyrag.llm.mock``) and of the retrieval metrics'
+    qrels, under which a parallel corpus's translation of a judged passage (a German question's
+    docid in the English datastore) counts. What a mock's answers are right by, not what a
+    system's citations are credited by (``relevance``)."""
+    relevant = set(record["relevant_docids"])
+    return any(str(p["docid"]) in relevant for p in passages)
+
+
 def split_by_relevance(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]],
                        docids: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
     """``docids`` (e.g. an answer's citations, among the passages ``given`` to its system) as
