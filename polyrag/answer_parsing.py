@@ -13,13 +13,25 @@ LLM, systems read from files, features, judges, the arena's style control) can i
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+#: What opens and closes a citation, and what separates the docids of one: no docid may hold them
+#: (``polyrag.docids`` refuses such a docid where it is read).
+BRACKETS = "[]"
+SEPARATOR_CHARACTERS = ",;，、"
 BRACKET = re.compile(r"\[([^\[\]\n]{1,500})\]")
-SEPARATORS = re.compile(r"\s*[,;，、]\s*")
+SEPARATORS = re.compile(rf"\s*[{SEPARATOR_CHARACTERS}]\s*")
 REASON_HEADER = re.compile(r"^[ \t]*#{1,6}[ \t]*reason[ \t]*:?", re.IGNORECASE | re.MULTILINE)
 ANSWER_HEADER = re.compile(r"^[ \t]*#{1,6}[ \t]*answer[ \t]*:?", re.IGNORECASE | re.MULTILINE)
+
+
+def has_visible_text(text: str | None) -> bool:
+    """Whether ``text`` has a character one can see: not whitespace (a no-break space included) nor
+    an invisible format or control character (a zero-width space, a joiner). An answer without one
+    is empty."""
+    return any(not char.isspace() and unicodedata.category(char)[0] not in "CZ" for char in text or "")
 
 
 def parse_citations(text: str, context_docids: Iterable[str]) -> list[str]:
@@ -67,7 +79,7 @@ def parse_sectioned(raw: str, context_docids: Iterable[str]) -> ParsedAnswer:
     answer = raw[answer_match.end():].strip()
     reason_match = REASON_HEADER.search(raw, 0, answer_match.start())
     reason = raw[reason_match.end():answer_match.start()].strip() if reason_match else None
-    if not answer:
+    if not has_visible_text(answer):
         return ParsedAnswer(reason=reason, answer=None, cited_docids=[], error="empty '##Answer:' section")
     return ParsedAnswer(reason=reason or None, answer=answer, cited_docids=parse_citations(answer, docids), error=None)
 
@@ -75,6 +87,6 @@ def parse_sectioned(raw: str, context_docids: Iterable[str]) -> ParsedAnswer:
 def parse_plain(raw: str, context_docids: Iterable[str]) -> ParsedAnswer:
     """Parse a whole output as the answer (BERGEN and MEMERAG prompts ask for no sections)."""
     answer = (raw or "").strip()
-    if not answer:
+    if not has_visible_text(answer):
         return ParsedAnswer(reason=None, answer=None, cited_docids=[], error="empty output")
     return ParsedAnswer(reason=None, answer=answer, cited_docids=parse_citations(answer, context_docids), error=None)

@@ -61,3 +61,50 @@ def test_strip_citations():
     assert strip_citations("Paris is the capital [a#0][b#1].", CONTEXT) == "Paris is the capital."
     assert strip_citations("巴黎是首都[a#0, b#1]。", CONTEXT) == "巴黎是首都。"
     assert strip_citations("See [1] and [a#0].", CONTEXT) == "See [1] and."
+
+
+def test_an_answer_without_a_visible_character_is_empty():
+    from polyrag.answer_parsing import has_visible_text
+
+    for invisible in ["", " \n", "\u200b\u00a0", "\u2060\ufeff", "\u3000", None]:
+        assert not has_visible_text(invisible)
+        assert parse_plain(invisible, []).error == "empty output" and parse_plain(invisible, []).answer is None
+    assert parse_sectioned("##Answer: \u200b\u00a0", []).error == "empty '##Answer:' section"
+    for visible in ["a", "\u200b4", "。", "\u0905"]:
+        assert has_visible_text(visible)
+
+
+def test_every_docid_the_readers_accept_is_cited_as_itself_and_the_rest_are_refused():
+    """The docid check (polyrag.docids) and the citation parser agree: any accepted docids, cited
+    together in one bracket or in several, are read back exactly; a docid holding citation syntax
+    (which the parser would split or lose) is refused."""
+    import random
+
+    import pytest
+
+    from polyrag.docids import as_docid
+
+    rng = random.Random(7)
+    citation_syntax = "[],;，、 \t\u200b\u00a0"
+    alphabet = "abcXYZ0189#:_-./+'\"()éदब中" * 4 + citation_syntax
+    accepted = refused = 0
+    for _ in range(3000):
+        docids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(3)]
+        try:
+            docids = [as_docid(docid) for docid in docids]
+        except ValueError:
+            refused += 1
+            with pytest.raises(ValueError):
+                [as_docid(docid) for docid in docids if set(docid) & set(citation_syntax)]
+            continue
+        accepted += 1
+        distinct = list(dict.fromkeys(docids))
+        assert parse_citations(f"So [{', '.join(docids)}].", distinct) == distinct
+        assert parse_citations("So" + "".join(f"[{d}]" for d in docids) + ".", distinct) == distinct
+    assert accepted > 200 and refused > 200
+    # what the issue found before the readers refused such docids: [d1,d2] was read as two citations
+    assert parse_citations("So [d1,d2].", ["d1,d2", "d1", "d2"]) == ["d1", "d2"]
+    with pytest.raises(ValueError, match="holds ','"):
+        as_docid("d1,d2")
+    with pytest.raises(ValueError, match="holds ']'"):
+        as_docid("d]1")

@@ -59,7 +59,7 @@ from polyrag.arena.games import tally
 from polyrag.errors import DataError
 from polyrag.judge.play import shown_text
 from polyrag.stats.bootstrap import bootstrap_interval, rank_by, tournament_counts
-from polyrag.systems.passages import given_docids, split_by_relevance
+from polyrag.systems.passages import given_passages, split_by_relevance
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,11 @@ def answer_style(questions: pd.DataFrame, answers: pd.DataFrame,
         if query_id not in by_id.index:
             raise DataError(f"answer to question {query_id!r}: no such question in the question data")
         question = by_id.loc[query_id]
-        docids = given_docids(answer, question)
+        given = given_passages(answer, question)
+        docids = [p["docid"] for p in given]
         text = shown_text(answer)
         cited = parse_citations(text, docids)  # what the judge read, parsed answer or raw output
-        relevant, non_relevant, _ = split_by_relevance(question, cited)
+        relevant, non_relevant, _ = split_by_relevance(question, given, cited)
         judged = len(relevant) + len(non_relevant)
         rows.append({"query_id": query_id, "length_tokens": count_tokens(strip_citations(text, docids)),
                      "citations": len(cited), "markdown_elements": len(MARKDOWN.findall(text)),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
 import shutil
 import tempfile
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,28 +18,47 @@ from polyrag.errors import DataError
 log = logging.getLogger(__name__)
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)``; a line that is not JSON stops with the file and line."""
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` of a UTF-8 text file, gunzipped when its name ends in ``.gz``.
+    A line that is not UTF-8, a truncated gzip file or a file named ``.gz`` that is not gzip stops
+    with one DataError naming the file and line, instead of a decoder's traceback."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from error
+    gzipped = path.suffix == ".gz"
+    number = 0
+    try:
+        with (gzip.open if gzipped else open)(path, "rb") as handle:
+            # Bytes are read and decoded a line at a time so that a bad byte names its line.
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    yield number, raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise DataError(f"{path}: line {number}: not UTF-8 text (byte {raw[error.start]:#04x} at "
+                                    f"column {error.start + 1}); save the file as UTF-8") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        what = ("not a gzip file (its name ends in .gz)" if isinstance(error, gzip.BadGzipFile) and not number
+                else f"the gzip data is truncated or corrupt after line {number} ({error})")
+        raise DataError(f"{path}: {what}; recompress or download it again") from None
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` of a JSONL file (``.jsonl.gz`` gunzipped); a line that is not
+    JSON or not UTF-8 stops with the file and line (``text_lines``)."""
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from error
 
 
 def read_json(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: file not found")
+    """A JSON file, or a DataError naming it (not JSON, not UTF-8)."""
+    text = "".join(line for _, line in text_lines(path))
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise DataError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from error
 

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyrag.docids import checked_docid
 from polyrag.errors import DataError
 from polyrag.seeds import stable_seed
 
@@ -42,7 +43,8 @@ def require(row: Mapping[str, Any], fields: Iterable[str], source: str, row_numb
 
 
 def check_record(record: Mapping[str, Any], source: str, row_number: int) -> None:
-    """A record is usable for RAG: passages with unique docids, relevant docids among them."""
+    """A record is usable for RAG: passages with unique docids that citations can name
+    (``polyrag.docids``), relevant docids among them."""
     require(record, ("query_id", "query", "passages", "relevant_docids"), source, row_number)
     where = f"{source}: row {row_number} (query_id {record['query_id']})"
     if not str(record["query"]).strip():
@@ -54,6 +56,7 @@ def check_record(record: Mapping[str, Any], source: str, row_number: int) -> Non
         for name in ("docid", "text"):
             if not isinstance(passage, Mapping) or passage.get(name) in (None, ""):
                 raise DataError(f"{where}: passage {k} has no {name!r}")
+        checked_docid(passage["docid"], f"{where}: passage {k}")
         docids.append(passage["docid"])
     if len(set(docids)) != len(docids):
         duplicated = sorted({d for d in docids if docids.count(d) > 1})

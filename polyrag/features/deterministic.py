@@ -5,8 +5,8 @@ system was given). A feature whose inputs are missing (no parsed answer, no refe
 relevance labels) is null, and the reason is counted in the log; it is never 0.
 
 Citation features rank the answer's citations against the question's relevance labels. A cited
-passage that nobody judged for the question (not among its passages: a retriever's or a file's)
-is left out of them, never counted as non-relevant; ``unjudged_citations`` is the share of the
+passage that nobody judged for the question (not among its passages: a retriever's or a file's; or
+a judged docid given with another text, ``polyrag.systems.passages.judged_docids``) is left out of them, never counted as non-relevant; ``unjudged_citations`` is the share of the
 answer's citations left out that way (null for an answer citing nothing), reported beside them
 and not a feature of the surrogate judge (``polyrag.arena.surrogate.NOT_FEATURES``).
 """
@@ -23,7 +23,7 @@ from polyrag.features.citations import citation_scores
 from polyrag.features.language import language_features
 from polyrag.features.overlap import answer_bleu, answer_rouge_l
 from polyrag.progress import progress
-from polyrag.systems.passages import given_docids, judged_citations, question_docids, unjudged_share
+from polyrag.systems.passages import given_docids, given_passages, judged_citations, question_docids, unjudged_share
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,12 @@ def deterministic_features(records: list[dict], answers: list[dict]) -> list[dic
     """One row per question (``query_id`` + COLUMNS); ``records`` and ``answers`` in the same order."""
     missing: Counter = Counter()
     relevant = [r["relevant_docids"] if a["answer"] is not None else [] for r, a in zip(records, answers)]
-    citations = citation_scores([judged_citations(r, a["cited_docids"]) for r, a in zip(records, answers)], relevant)
+    given = [given_passages(a, r) for r, a in zip(records, answers)]
+    citations = citation_scores([judged_citations(r, g, a["cited_docids"]) for r, g, a in zip(records, given, answers)],
+                                relevant)
     rows, unjudged = [], Counter()
-    for record, answer, cited in progress(zip(records, answers, citations), total=len(records), desc="features", unit="answer"):
+    for record, answer, passages, cited in progress(zip(records, answers, given, citations), total=len(records),
+                                                    desc="features", unit="answer"):
         row = {"query_id": record["query_id"], **dict.fromkeys(COLUMNS)}
         if answer["answer"] is None:
             missing["no parsed answer (all features)"] += 1
@@ -48,9 +51,9 @@ def deterministic_features(records: list[dict], answers: list[dict]) -> list[dic
             continue
         text = strip_citations(answer["answer"], given_docids(answer, record))
         cited_docids = list(answer["cited_docids"])
-        row[UNJUDGED_CITATIONS] = unjudged_share(record, cited_docids)
+        row[UNJUDGED_CITATIONS] = unjudged_share(record, passages, cited_docids)
         unjudged["cited"] += len(cited_docids)
-        unjudged["unjudged"] += len(cited_docids) - len(judged_citations(record, cited_docids))
+        unjudged["unjudged"] += len(cited_docids) - len(judged_citations(record, passages, cited_docids))
         row.update(language_features(text, record["language"]))
         if row["target_language"] is None:
             missing["answer without letters (language features)"] += 1

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from polyrag.answer_parsing import strip_citations
 from polyrag.errors import DataError
 from polyrag.features.embedding import embed
-from polyrag.systems.passages import given_docids, question_docids, split_by_relevance
+from polyrag.systems.passages import given_docids, given_passages, question_docids, split_by_relevance
 
 #: The deterministic features' column the judge reads: the answer's probability of being in the
 #: question's language (features.language.language_features decides it; null without a letter).
@@ -79,7 +79,7 @@ def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, f
             continue
         parts = {
             "similarity": float(vectors[0] @ vectors[k]) if vectors is not None else None,
-            "citation": citation_part(record, list(answer["cited_docids"])),
+            "citation": citation_part(record, given_passages(answer, record), list(answer["cited_docids"])),
             "language": language_part(answer),
         }
         k += 1
@@ -94,12 +94,13 @@ def answer_scores(record: dict, answers: list[dict | None], weights: dict[str, f
     return scores
 
 
-def citation_part(record: dict, cited: list[str]) -> float | None:
-    """The share of the cited docids that are relevant among those judged for the question; 0 for
-    an answer citing nothing, None when every citation is unjudged."""
+def citation_part(record: dict, given: list[dict], cited: list[str]) -> float | None:
+    """The share of the cited docids (among the passages ``given`` to the answer's system) that are
+    relevant among those judged for the question; 0 for an answer citing nothing, None when every
+    citation is unjudged."""
     if not cited:
         return 0.0
-    relevant, non_relevant, _ = split_by_relevance(record, cited)
+    relevant, non_relevant, _ = split_by_relevance(record, given, cited)
     judged = len(relevant) + len(non_relevant)
     return len(relevant) / judged if judged else None
 

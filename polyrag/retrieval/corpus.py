@@ -22,8 +22,6 @@ another language's with it: passages nobody judged for the question) and each on
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -36,6 +34,7 @@ import pyarrow.parquet as pq
 from polyrag.data.demo import load_demo
 from polyrag.data.io import read_jsonl
 from polyrag.data.xquad import read_squad, xquad_docid
+from polyrag.docids import as_docid
 from polyrag.errors import DataError
 
 REQUIRED = ("docid", "text")  # a corpus without titles has no title column: titles are then ""
@@ -72,7 +71,7 @@ def read_corpus(path: str | Path) -> pd.DataFrame:
         table = pd.DataFrame.from_records(rows, columns=sorted({key for row in rows for key in row}))
         return check_corpus(table, str(path), numbers, "line")
     if path.suffix == ".parquet":
-        table = pd.read_parquet(path)
+        table = _parquet_file(path).read().to_pandas()
         return check_corpus(table, str(path), list(range(1, len(table) + 1)), "row")
     raise DataError(f"{path}: a corpus is a .jsonl or .parquet file of {', '.join(COLUMNS)}")
 
@@ -81,7 +80,8 @@ def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None
                  of: str | None = None) -> pd.DataFrame:
     """``table`` as ``docid, title, text`` (strings; a missing title ""), or one DataError naming
     ``source``, how many rows are bad and the first of them (their ``unit`` number in ``rows``):
-    a missing or empty docid, a missing or empty text, a docid seen before. ``of``: what the count
+    a missing docid or one ``polyrag.docids`` refuses (whitespace, citation syntax, too long), a
+    missing or empty text, a docid seen before. ``of``: what the count
     is out of (default the table's length; a batch names its lines)."""
     missing = [column for column in REQUIRED if column not in table.columns]
     if missing:
@@ -91,13 +91,15 @@ def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None
     titles = table["title"] if "title" in table.columns else [""] * len(table)
     docids, texts, clean_titles, problems, first = [], [], [], [], {}
     for row, docid, title, text in zip(rows, table["docid"], titles, table["text"]):
-        docid = as_docid(docid)
         faults = []
-        if not docid:
-            faults.append("no docid")
-        elif docid in first:
+        try:
+            docid = as_docid(docid)
+        except ValueError as error:
+            faults.append(str(error))
+            docid = ""
+        if docid in first:
             faults.append(f"its docid repeats {unit} {first[docid]}")
-        else:
+        elif docid:
             first[docid] = row
         if not isinstance(text, str) or not text.strip():
             faults.append(f"{'no' if is_missing(text) else 'empty' if isinstance(text, str) else 'non-text'} text")
@@ -118,16 +120,6 @@ def check_corpus(table: pd.DataFrame, source: str, rows: list[int] | None = None
 
 def is_missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def as_docid(value) -> str:
-    """A docid as a string: ``80`` (a number in JSON or an integer Parquet column) is ``"80"``;
-    a string is kept as is (``"080"`` stays ``"080"``); a missing one is ""."""
-    if is_missing(value):
-        return ""
-    if isinstance(value, float) and value == int(value):
-        return str(int(value))  # an integer column with nulls, read as floats
-    return str(value).strip()
 
 
 def write_corpus(corpus: pd.DataFrame, path: str | Path) -> None:
@@ -223,26 +215,15 @@ def jsonl_batches(paths: Sequence[str | Path], size: int = BATCH) -> Iterator[Ba
     """The rows of JSONL files (``.jsonl`` or gzipped ``.jsonl.gz``) in batches of ``size``, each
     with its file and line numbers. A line that is not a JSON object stops with its file and line."""
     for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise DataError(f"{path}: file not found")
-        opener = gzip.open if path.suffix == ".gz" else open
         rows, lines = [], []
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from error
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}: line {number}: expected a JSON object with {', '.join(COLUMNS)}")
-                rows.append(row)
-                lines.append(number)
-                if len(rows) == size:
-                    yield _records(rows), str(path), lines, "line"
-                    rows, lines = [], []
+        for number, row in read_jsonl(path):
+            if not isinstance(row, dict):
+                raise DataError(f"{path}: line {number}: expected a JSON object with {', '.join(COLUMNS)}")
+            rows.append(row)
+            lines.append(number)
+            if len(rows) == size:
+                yield _records(rows), str(path), lines, "line"
+                rows, lines = [], []
         if rows:
             yield _records(rows), str(path), lines, "line"
 
@@ -258,10 +239,17 @@ def parquet_batches(path: str | Path, size: int = BATCH) -> Iterator[Batch]:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     start = 1
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=size):
+    for batch in _parquet_file(path).iter_batches(batch_size=size):
         table = batch.to_pandas()
         yield table, str(path), list(range(start, start + len(table))), "row"
         start += len(table)
+
+
+def _parquet_file(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:  # a truncated file, or another format named .parquet
+        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
 
 
 def file_batches(path: str | Path, size: int = BATCH) -> Iterator[Batch]:

@@ -6,10 +6,13 @@ Per language key one JSONL or Parquet file (by its extension), one row per quest
 
 - ``query_id``: the question's id in ``results/data/{lang}.parquet`` (text; a whole number is read
   as its digits, so an id with a leading zero must be written as text);
-- ``answer``: the answer text, citations as ``[docid]`` markers;
+- ``answer``: the answer text, citations as ``[docid]`` markers; at least one visible character
+  (a zero-width or no-break space is none) and at most ``max_answer_chars`` characters;
 - the passages the system was given: ``passages`` (a list of ``{docid, title, text}``) or
   ``docids`` (a list of docids, looked up in the model's ``corpus`` file when it declares one, else
-  among the question's own passages); an empty list is a closed-book system;
+  among the question's own passages); an empty list is a closed-book system; at most
+  ``max_passages`` of them; every docid is one ``polyrag.docids`` accepts (no whitespace, brackets,
+  commas or semicolons: citation syntax);
 - optional: ``cited_docids`` (else parsed from the answer's markers), ``raw_output`` (else the
   answer), ``reason``.
 
@@ -21,7 +24,9 @@ with ``error`` set and no answer, which the arena and MARS treat as a model's fa
 every game against an answer and scores 0 on MARS's answer-based metrics), so that a system cannot
 improve its rank by leaving out the questions it would answer badly. Rows for questions the data
 stage did not select are refused (``unknown: refuse``) or skipped (``unknown: ignore``: a file that
-answers every question of a benchmark of which the config selects a sample, ``data.max_questions``).
+answers every question of a benchmark of which the config selects a sample, ``data.max_questions``);
+a row whose id is an unanswered question's id written another way (``10`` for ``"0010"``) is refused
+either way, naming the question it likely means.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from polyrag.answer_parsing import parse_citations
+from polyrag.answer_parsing import has_visible_text, parse_citations
 from polyrag.data.io import read_jsonl
+from polyrag.docids import checked_docid
 from polyrag.errors import DataError
 from polyrag.llm.backends import LLM_BACKENDS
 
@@ -137,10 +143,7 @@ def _passage(value: object, where: str) -> dict:
     system's). ``where`` names it (a row's passage, or a corpus row)."""
     if not isinstance(value, Mapping):
         raise DataError(f"{where}: expected an object with docid, title and text, got {type(value).__name__}")
-    docid = value.get("docid")
-    if docid is None or (isinstance(docid, str) and not docid.strip()):
-        raise DataError(f"{where}: no docid")
-    docid = _text_id(docid, where, "docid")
+    docid = checked_docid(value.get("docid"), where)
     text = value.get("text")
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{where} ({docid}): no text")
@@ -184,10 +187,18 @@ def _optional_text(row: Mapping, field: str, where: str) -> str | None:
     return value
 
 
+def _check_passage_count(count: int, where: str, max_passages: int | None, name: str) -> None:
+    if max_passages is not None and count > max_passages:
+        raise DataError(f"{where}: {count} passages, more than the {max_passages} models.{name}.max_passages allows "
+                        "(each is featured and shown to judges); give the passages the system was given, or raise "
+                        f"models.{name}.max_passages")
+
+
 def _given_passages(row: Mapping, where: str, question: dict, corpus_path: str | None, questions_path: str,
-                    name: str) -> list[dict]:
+                    name: str, max_passages: int | None = None) -> list[dict]:
     """The passages the system was given: its ``passages``, or its ``docids`` looked up in the
-    corpus file (when the model declares one) or among the question's passages."""
+    corpus file (when the model declares one) or among the question's passages; more than
+    ``max_passages`` of them are refused before any is read."""
     passages, docids = row.get("passages"), row.get("docids")
     if (passages is None) == (docids is None):
         given = "both passages and docids" if passages is not None else "no passages or docids"
@@ -196,10 +207,12 @@ def _given_passages(row: Mapping, where: str, question: dict, corpus_path: str |
     if passages is not None:
         if not isinstance(passages, list):
             raise DataError(f"{where}: passages must be a list of objects with docid, title and text")
+        _check_passage_count(len(passages), where, max_passages, name)
         return [_passage(passage, f"{where}: passage {index}") for index, passage in enumerate(passages, start=1)]
     if not isinstance(docids, list):
         raise DataError(f"{where}: docids must be a list of docids")
-    docids = [_text_id(docid, where, "each of docids") for docid in docids]
+    _check_passage_count(len(docids), where, max_passages, name)
+    docids = [checked_docid(docid, f"{where}: docid {index}") for index, docid in enumerate(docids, start=1)]
     if corpus_path is not None:
         known, in_what = read_corpus(corpus_path), f"the corpus file {corpus_path}"
     else:
@@ -220,7 +233,8 @@ def _cited(row: Mapping, answer: str, docids: list[str], question: dict, where: 
         given = row["cited_docids"]
         if not isinstance(given, list):
             raise DataError(f"{where}: cited_docids must be a list of docids")
-        cited = list(dict.fromkeys(_text_id(docid, where, "each of cited_docids") for docid in given))
+        cited = list(dict.fromkeys(checked_docid(docid, f"{where}: cited docid {index}")
+                                   for index, docid in enumerate(given, start=1)))
         source = "cited_docids"
     else:
         cited = parse_citations(answer, [*docids, *(p["docid"] for p in question["passages"])])
@@ -272,6 +286,23 @@ def given_from_file(name: str, spec: Mapping, lang: str, records: list[dict], qu
     return given
 
 
+def _id_key(query_id: str) -> str:
+    """What two spellings of one question id share: case and surrounding spaces ignored, a number's
+    leading zeros dropped ("0010" and 10)."""
+    key = query_id.strip().casefold()
+    return (key.lstrip("0") or "0") if key.isdigit() else key
+
+
+def _likely_matches(unknown: list[str], questions: Mapping[str, dict], answered: set[str]) -> dict[str, str]:
+    """``{unknown id: the question id it likely means}`` for unknown ids that are the id of a
+    question no row answers, written another way."""
+    by_key: dict[str, list[str]] = {}
+    for query_id in questions:
+        if query_id not in answered:
+            by_key.setdefault(_id_key(query_id), []).append(query_id)
+    return {query_id: by_key[_id_key(query_id)][0] for query_id in unknown if len(by_key.get(_id_key(query_id), [])) == 1}
+
+
 def _unanswered(query_id: str, path: str) -> dict:
     return {"query_id": query_id, "raw_output": None, "reason": None, "answer": None, "cited_docids": [],
             "error": f"missing: no row in {path}", "passages": [], "passage_source": PASSAGE_SOURCE}
@@ -302,6 +333,17 @@ def system_answers(name: str, entry: Mapping, lang: str, records: list[dict], qu
         log.info("%s: fields %s are not read (polyrag reads %s)", path, sorted(ignored), ", ".join(ROW_FIELDS))
 
     unknown = [(where, query_id) for where, query_id, _ in rows if query_id not in questions]
+    # An unknown id that is an unanswered question's id written another way (10 for "0010") is a
+    # mistake in the file, refused whatever ``unknown`` says: skipped, it would leave that question
+    # unanswered.
+    matches = _likely_matches([query_id for _, query_id in unknown], questions, set(first))
+    if matches:
+        where, query_id = next((w, q) for w, q in unknown if q in matches)
+        listed = ", ".join(f"{q!r} for {m!r}" for q, m in list(matches.items())[:SHOWN])
+        raise DataError(f"{where}: query_id {query_id!r} is not a question of {questions_path}, but {matches[query_id]!r}, "
+                        f"which no row answers, is (rows whose id likely means a question's: {listed}); write each "
+                        "query_id as the "
+                        "question's id, as text (a JSON number loses leading zeros)")
     if unknown:
         ids = _listed([query_id for _, query_id in unknown])
         if entry["unknown"] == "refuse":
@@ -321,10 +363,14 @@ def system_answers(name: str, entry: Mapping, lang: str, records: list[dict], qu
         answer = row.get("answer")
         if answer is not None and not isinstance(answer, str):
             raise DataError(f"{where}: answer must be a text, got {type(answer).__name__}")
-        if answer is None or not answer.strip():
-            raise DataError(f"{where}: empty answer; leave the row out and set models.{name}.missing: unanswered "
-                            "if the system gave no answer")
-        passages = _given_passages(row, where, question, corpus_path, questions_path, name)
+        if not has_visible_text(answer):
+            raise DataError(f"{where}: empty answer (no visible character); leave the row out and set "
+                            f"models.{name}.missing: unanswered if the system gave no answer")
+        if len(answer) > entry["max_answer_chars"]:
+            raise DataError(f"{where}: an answer of {len(answer)} characters, more than the {entry['max_answer_chars']} "
+                            f"models.{name}.max_answer_chars allows (every feature and judge reads it); shorten it, or "
+                            f"raise models.{name}.max_answer_chars")
+        passages = _given_passages(row, where, question, corpus_path, questions_path, name, entry["max_passages"])
         docids = _distinct_docids(passages, where)
         answers[query_id] = {
             "query_id": query_id,

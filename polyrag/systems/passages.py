@@ -14,12 +14,16 @@ An answer records where its passages came from (``passage_source``, decided once
 system's, ``systems:``: its run's first top_k) or ``file`` (a user's own file). The relevance of a docid comes from the question's labels: the docids of the
 question's passages are the judged ones (MIRACL's passages in a record are its judged passages; the
 demo's and XQuAD's distractors are non-relevant by construction), ``relevant_docids`` the relevant
-ones among them. A docid outside the question's passages was judged by nobody: it is *unjudged*
-(``None``), never counted as non-relevant.
+ones among them. A passage is judged only where its docid *and its text* are one of the question's
+passages' (``judged_docids``; texts compared after ``passage_text_key``): a docid outside the
+question's passages, or a judged docid given with another text (a file system's passage ``d1#2``
+that says something else), was judged by nobody: it is *unjudged* (``None``), never credited and
+never counted as non-relevant.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -81,39 +85,64 @@ def question_docids(record: Mapping[str, Any]) -> list[str]:
     return [str(p["docid"]) for p in record["passages"]]
 
 
-def judged_docids(record: Mapping[str, Any]) -> set[str]:
-    """The docids whose relevance to the question is known: the question's passages'."""
-    return {str(p["docid"]) for p in record["passages"]}
+def passage_text_key(text: str) -> str:
+    """What two copies of one passage's text share: Unicode NFC, runs of whitespace as one space,
+    no space at either end (a passage read back from another file, re-wrapped, is the same passage)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def relevance(record: Mapping[str, Any], docid: str) -> bool | None:
-    """True: labelled relevant to the question; False: judged and not relevant; None: unjudged."""
-    if docid in set(record["relevant_docids"]):
-        return True
-    return False if docid in judged_docids(record) else None
+def judged_docids(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The docids of ``given`` (the passages a system was given) whose relevance to the question is
+    known: a passage with the docid *and* the text of one of the question's passages. A passage that
+    reuses a judged docid with another text is unjudged: its docid says nothing of what it says."""
+    judged = {str(p["docid"]): passage_text_key(p["text"]) for p in record["passages"]}
+    return {str(p["docid"]) for p in given if judged.get(str(p["docid"])) == passage_text_key(p["text"])}
 
 
-def split_by_relevance(record: Mapping[str, Any], docids: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
-    """``docids`` (e.g. an answer's citations) as (relevant, non-relevant, unjudged), each in order."""
-    relevant, judged = set(record["relevant_docids"]), judged_docids(record)
+def relevance(record: Mapping[str, Any], passage: Mapping[str, Any]) -> bool | None:
+    """True: ``passage`` (docid, text) is labelled relevant to the question; False: judged and not
+    relevant; None: unjudged (another docid, or a judged docid with another text)."""
+    if str(passage["docid"]) not in judged_docids(record, [passage]):
+        return None
+    return str(passage["docid"]) in set(record["relevant_docids"])
+
+
+def labelled_relevant_docid(record: Mapping[str, Any], passages: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a passage's docid among ``passages`` is labelled relevant to the question, whatever
+    its text: the rule of the grounded mock (``polyrag.llm.mock``) and of the retrieval metrics'
+    qrels, under which a parallel corpus's translation of a judged passage (a German question's
+    docid in the English datastore) counts. What a mock's answers are right by, not what a
+    system's citations are credited by (``relevance``)."""
+    relevant = set(record["relevant_docids"])
+    return any(str(p["docid"]) in relevant for p in passages)
+
+
+def split_by_relevance(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]],
+                       docids: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """``docids`` (e.g. an answer's citations, among the passages ``given`` to its system) as
+    (relevant, non-relevant, unjudged), each in order."""
+    relevant, judged = set(record["relevant_docids"]), judged_docids(record, given)
     parts: tuple[list[str], list[str], list[str]] = ([], [], [])
     for docid in docids:
-        parts[0 if docid in relevant else 1 if docid in judged else 2].append(docid)
+        parts[2 if docid not in judged else 0 if docid in relevant else 1].append(docid)
     return parts
 
 
-def judged_citations(record: Mapping[str, Any], cited: Iterable[str]) -> list[str]:
-    """The cited docids whose relevance is known, in order: what citation precision and recall
-    are computed on (an unjudged citation is left out of both, and counted by ``unjudged_share``)."""
-    judged = judged_docids(record)
+def judged_citations(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]], cited: Iterable[str]) -> list[str]:
+    """The cited docids whose relevance is known (``judged_docids`` of the passages ``given``), in
+    order: what citation precision and recall are computed on (an unjudged citation is left out of
+    both, and counted by ``unjudged_share``)."""
+    judged = judged_docids(record, given)
     return [docid for docid in cited if docid in judged]
 
 
-def unjudged_share(record: Mapping[str, Any], cited: Sequence[str]) -> float | None:
-    """The share of ``cited`` that nobody judged for this question; None when nothing is cited."""
+def unjudged_share(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]], cited: Sequence[str]) -> float | None:
+    """The share of ``cited`` that nobody judged for this question (``judged_docids``); None when
+    nothing is cited."""
     if not cited:
         return None
-    return sum(docid not in judged_docids(record) for docid in cited) / len(cited)
+    judged = judged_docids(record, given)
+    return sum(docid not in judged for docid in cited) / len(cited)
 
 
 def same_passages(first: Sequence[Mapping], second: Sequence[Mapping]) -> bool:

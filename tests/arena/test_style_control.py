@@ -216,7 +216,7 @@ def test_answer_style_counts_what_the_judge_read():
     where it is undefined (nothing cited, or no relevance labels)."""
     questions = pd.DataFrame({
         "query_id": ["q1", "q2", "q3", "q4"],
-        "passages": [[{"docid": "d1#0"}, {"docid": "d2#0"}, {"docid": "d3#0"}]] * 4,
+        "passages": [[{"docid": "d1#0", "text": "a"}, {"docid": "d2#0", "text": "b"}, {"docid": "d3#0", "text": "c"}]] * 4,
         "relevant_docids": [["d1#0"], ["d1#0", "d2#0"], [], ["d1#0"]]})
     answers = pd.DataFrame({
         "query_id": ["q1", "q2", "q3", "q4"],

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from polyrag.data.demo import load_demo
 from polyrag.data.io import cached_download
 from polyrag.data.miracl import bm25_ranking, memerag_context, mirage_context, read_miracl
 from polyrag.data.mirage_bench import load_mirage_bench
@@ -229,3 +230,35 @@ def test_download_errors_name_the_setting_of_a_local_copy(tmp_path, monkeypatch)
         xquad_file("de", None, "rev", str(tmp_path))
     with pytest.raises(DataError, match=r"point mars.gold.dir at a local copy"):
         xquad_file("de", None, "rev", str(tmp_path), local_key="mars.gold.dir")
+
+
+@pytest.mark.parametrize("docid, says", [
+    ("1,2#0", "docid '1,2#0' holds ','"),
+    ("1 #0", "docid '1 #0' holds whitespace"),
+    ("x" * 201, "has 201 characters"),
+])
+def test_question_data_with_a_docid_citations_cannot_name_is_refused_naming_file_and_row(tmp_path, docid, says):
+    rows = [miracl_row("1", "capital of kenya", [("1#0", "Nairobi.")], [("2#0", "Mombasa.")]),
+            miracl_row("2", "longest river", [("3#0", "The Nile.")], [(docid, "Another river.")])]
+    path = write_jsonl(tmp_path / "sw.jsonl", rows)
+    with pytest.raises(DataError) as error:
+        read_miracl("sw", MIRACL_OPTIONS, str(tmp_path), "")
+    assert str(error.value).startswith(f"{path}: row 2 (query_id 2): passage 1: ") and says in str(error.value)
+    demo = write_jsonl(tmp_path / "demo" / "en.jsonl", [
+        {"query_id": "q1", "query": "?", "relevant_docids": ["a"], "reference_answer": None,
+         "passages": [{"docid": "a", "title": "", "text": "x"}, {"docid": docid, "title": "", "text": "y"}]}])
+    with pytest.raises(DataError, match=rf"^{demo}: row 1 \(query_id q1\): passage 1: .*{says}"):
+        load_demo("en", tmp_path / "demo")
+
+
+def test_question_data_that_is_not_utf8_or_not_gzip_is_named(tmp_path):
+    from polyrag.data.io import read_json, read_jsonl
+
+    path = tmp_path / "xquad.sw.json"
+    path.write_bytes(b'{"version": "1.1",\n "data": "Upande \xe0"}')
+    with pytest.raises(DataError, match=rf"^{path}: line 2: not UTF-8 text \(byte 0xe0 at column 18\)"):
+        read_json(path)
+    gz = tmp_path / "sw.jsonl.gz"
+    gz.write_text('{"query_id": "1"}\n')
+    with pytest.raises(DataError, match=rf"^{gz}: not a gzip file"):
+        list(read_jsonl(gz))

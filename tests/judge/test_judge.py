@@ -131,7 +131,7 @@ def test_a_reference_judging_job_detects_no_language(hindi, tmp_path, repo):
         "from polyrag.features.table import read_aligned\n"
         "from polyrag.judge.reference import with_answer_languages\n"
         "from polyrag.logs import run_logged\n"
-        "records = [{'query_id': 'q', 'arena': True, 'passages': [{'docid': 'd'}], 'relevant_docids': ['d'],\n"
+        "records = [{'query_id': 'q', 'arena': True, 'passages': [{'docid': 'd', 'text': 'Odò Niger.'}], 'relevant_docids': ['d'],\n"
         "            'language': 'yo', 'reference_answer': None}]\n"
         "a = [{'query_id': 'q', 'answer': 'Odò Niger [d]', 'cited_docids': ['d'], 'target_language': 0.9}]\n"
         "b = [{'query_id': 'q', 'answer': 'River [d]', 'cited_docids': ['d'], 'target_language': 0.1}]\n"

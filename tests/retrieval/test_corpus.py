@@ -111,3 +111,71 @@ def test_demo_corpus_pools_every_demo_passage_and_the_xquad_paragraphs(repo):
     assert demo_corpus("de", demo, xquad).equals(corpus)  # deterministic
     hindi = demo_corpus("hi", demo, xquad)  # no XQuAD subset shipped for Hindi: the demo's passages only
     assert not any(d.startswith("xq") for d in hindi["docid"]) and len(hindi) == len(set(hindi["docid"])) > 12
+
+
+@pytest.mark.parametrize("docid, says", [
+    ("d1 #2", "docid 'd1 #2' holds whitespace"),
+    ("d1,d2", "docid 'd1,d2' holds ','"),
+    ("d]1", "docid 'd]1' holds ']'"),
+    ({"a": 1}, "docid {'a': 1} is a dict, no text"),
+])
+def test_a_docid_citations_or_run_files_cannot_hold_stops_the_corpus_job_naming_its_line(tmp_path, docid, says):
+    """Refused where the corpus is read, before any index, not by the TREC writer of a later job."""
+    from polyrag.retrieval.corpus import build_corpus
+
+    path = write_jsonl(tmp_path / "en.jsonl", [*GOOD, {"docid": docid, "title": "", "text": "gamma"}])
+    out = tmp_path / "corpus.parquet"
+    with pytest.raises(DataError) as error:
+        build_corpus({"source": "file", "file": str(tmp_path / "{lang}.jsonl"), "chunk_words": None}, "en", out, tmp_path)
+    assert str(error.value).startswith(f"{path}: 1 bad line of the 3 lines 1-3 read together: line 3: {says}")
+    assert not out.exists()
+    with pytest.raises(DataError, match=rf"^{path}: 1 bad line of 3: line 3: "):
+        read_corpus(path)
+
+
+def gzipped(path, data: bytes):
+    import gzip
+
+    path.write_bytes(gzip.compress(data))
+    return path
+
+
+@pytest.mark.parametrize("name, write, says", [
+    ("c.jsonl", lambda p: p.write_bytes(b'{"docid": "a", "text": "ok"}\n{"docid": "b", "text": "caf\xe9"}\n'),
+     "line 2: not UTF-8 text (byte 0xe9 at column 28); save the file as UTF-8"),
+    ("c.jsonl.gz", lambda p: gzipped(p, b'{"docid": "a", "text": "ok"}\n{"docid": "b", "text": "\xff"}\n'),
+     "line 2: not UTF-8 text (byte 0xff at column 25)"),
+    ("c.jsonl.gz", lambda p: p.write_bytes(gzip_bytes(300)[:-40]),
+     "the gzip data is truncated or corrupt after line "),
+    ("c.jsonl.gz", lambda p: p.write_bytes(b'{"docid": "a", "text": "ok"}\n'),
+     "not a gzip file (its name ends in .gz); recompress or download it again"),
+])
+def test_a_corpus_file_that_cannot_be_decoded_is_named_in_one_line(tmp_path, name, write, says):
+    from polyrag.retrieval.corpus import file_batches
+
+    path = tmp_path / name
+    write(path)
+    with pytest.raises(DataError) as error:
+        list(file_batches(path))
+    message = str(error.value)
+    assert message.startswith(f"{path}: {says}") and "\n" not in message
+    if name == "c.jsonl":
+        with pytest.raises(DataError, match=f"^{path}: line 2: not UTF-8"):
+            read_corpus(path)
+
+
+def gzip_bytes(rows: int) -> bytes:
+    import gzip
+
+    return gzip.compress("".join(json.dumps({"docid": f"d{i}", "text": f"text {i} " * 20}) + "\n"
+                                 for i in range(rows)).encode())
+
+
+def test_a_parquet_corpus_that_is_not_parquet_is_named(tmp_path):
+    from polyrag.retrieval.corpus import file_batches
+
+    path = tmp_path / "c.parquet"
+    path.write_text('{"docid": "a", "text": "ok"}\n')
+    for read in (read_corpus, lambda p: list(file_batches(p))):
+        with pytest.raises(DataError, match=rf"^{path}: not a readable Parquet file"):
+            read(path)

@@ -41,7 +41,7 @@ QUESTIONS = "results/data/en.parquet"
 
 def entry(tmp_path, suffix="jsonl", **options):
     return {"backend": "file", "answers": str(tmp_path / f"answers/{{lang}}.{suffix}"), "corpus": None,
-            "missing": "refuse", "unknown": "refuse", **options}
+            "missing": "refuse", "unknown": "refuse", "max_answer_chars": 20000, "max_passages": 100, **options}
 
 
 def write_jsonl(tmp_path, rows, lang="en") -> str:
@@ -126,8 +126,8 @@ def test_a_closed_book_row_has_no_passages(tmp_path):
      "{path}: line 3: query_id 'q1' again (first at line 1); one row per question"),
     # empty and blank answers
     ([{**GOOD[0], "answer": ""}, GOOD[1]],
-     "{path}: line 1 (query_id q1): empty answer; leave the row out and set models.mine.missing: unanswered if the "
-     "system gave no answer"),
+     "{path}: line 1 (query_id q1): empty answer (no visible character); leave the row out and set "
+     "models.mine.missing: unanswered if the system gave no answer"),
     ([GOOD[0], {**GOOD[1], "answer": "  \n "}], "{path}: line 2 (query_id q2): empty answer"),
     ([{**GOOD[0], "answer": None}, GOOD[1]], "{path}: line 1 (query_id q1): empty answer"),
     ([{**GOOD[0], "answer": ["Guinea"]}, GOOD[1]], "{path}: line 1 (query_id q1): answer must be a text, got list"),
@@ -235,6 +235,110 @@ def test_a_malformed_corpus_is_refused_naming_file_and_row(tmp_path, corpus_rows
     with pytest.raises(DataError) as error:
         system_answers("mine", entry(tmp_path, corpus=str(corpus)), "en", RECORDS[:1], QUESTIONS)
     assert str(error.value) == expected.format(path=corpus)
+
+
+RULE = "a docid is text of at most 200 characters without whitespace, control characters or any of [ ] , ; ， 、"
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    # a docid holding a citation's separator or bracket would be cited as other docids, or not at all
+    ({"query_id": "q1", "answer": "Guinea [d1,d2].", "passages": [
+        {"docid": "d1,d2", "text": "x"}, {"docid": "d1", "text": "y"}, {"docid": "d2", "text": "z"}]},
+     f"line 1 (query_id q1): passage 1: docid 'd1,d2' holds ',', which citations use; {RULE}"),
+    ({"query_id": "q1", "answer": "Guinea [d]1].", "passages": [{"docid": "d]1", "text": "x"}]},
+     "line 1 (query_id q1): passage 1: docid 'd]1' holds ']', which citations use"),
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": "a;b", "text": "x"}]},
+     "passage 1: docid 'a;b' holds ';', which citations use"),
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": "d1 #2", "text": "x"}]},
+     "passage 1: docid 'd1 #2' holds whitespace"),
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": "d1\u200b", "text": "x"}]},
+     "passage 1: docid 'd1\\u200b' holds the control character U+200B"),  # escaped where shown
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": "d" * 201, "text": "x"}]},
+     f"passage 1: docid {'d' * 200!r} has 201 characters"),
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": {"a": 1}, "text": "x"}]},
+     "line 1 (query_id q1): passage 1: docid {'a': 1} is a dict, no text"),
+    ({"query_id": "q1", "answer": "Guinea.", "passages": [{"docid": True, "text": "x"}]},
+     "passage 1: docid True is no text"),
+    # docids and cited_docids are read with the same check
+    ({"query_id": "q1", "answer": "Guinea.", "docids": ["d1#0", "d2 #0"]},
+     "line 1 (query_id q1): docid 2: docid 'd2 #0' holds whitespace"),
+    ({**GOOD[0], "cited_docids": ["d1#0", ["d2#0"]]},
+     "line 1 (query_id q1): cited docid 2: docid ['d2#0'] is a list, no text"),
+])
+def test_a_docid_that_citations_cannot_name_is_refused_where_it_is_read(tmp_path, row, expected):
+    message = refused(tmp_path, [row, GOOD[1]])
+    assert message.startswith(f"{tmp_path / 'answers' / 'en.jsonl'}: line 1 (query_id q1): ") and expected in message
+    assert message.endswith(RULE)
+
+
+def test_a_corpus_docid_that_citations_cannot_name_is_refused_naming_the_corpus_line(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"docid": "c1", "text": "x"}) + "\n" + json.dumps({"docid": "c,2", "text": "y"}) + "\n")
+    write_jsonl(tmp_path, [{"query_id": "q1", "answer": "x [c1].", "docids": ["c1"]}])
+    with pytest.raises(DataError) as error:
+        system_answers("mine", entry(tmp_path, corpus=str(corpus)), "en", RECORDS[:1], QUESTIONS)
+    assert str(error.value) == f"{corpus}: line 2: docid 'c,2' holds ',', which citations use; {RULE}"
+
+
+@pytest.mark.parametrize("answer", ["\u200b\u00a0", "\u200b", "\u00a0\u2060 \ufeff", "\u3000"])
+def test_an_answer_without_a_visible_character_is_empty(tmp_path, answer):
+    message = refused(tmp_path, [{**GOOD[0], "answer": answer}, GOOD[1]])
+    assert message.startswith(f"{tmp_path / 'answers' / 'en.jsonl'}: line 1 (query_id q1): empty answer (no visible "
+                              "character); leave the row out and set models.mine.missing: unanswered")
+
+
+def test_an_answer_or_its_passages_above_the_limits_are_refused_before_any_work(tmp_path):
+    path = tmp_path / "answers" / "en.jsonl"
+    long = {**GOOD[0], "answer": "The Gulf of Guinea [d1#0]. " + "x" * 20000}
+    assert refused(tmp_path, [long, GOOD[1]]) == (
+        f"{path}: line 1 (query_id q1): an answer of {len(long['answer'])} characters, more than the 20000 "
+        "models.mine.max_answer_chars allows (every feature and judge reads it); shorten it, or raise "
+        "models.mine.max_answer_chars")
+    assert read(tmp_path, [long, GOOD[1]], max_answer_chars=len(long["answer"]))[0]["answer"] == long["answer"]
+    many = [{"docid": f"p{i}", "text": "x"} for i in range(101)]
+    assert refused(tmp_path, [GOOD[0], {**GOOD[1], "passages": many, "docids": None}]) == (
+        f"{path}: line 2 (query_id q2): 101 passages, more than the 100 models.mine.max_passages allows (each is "
+        "featured and shown to judges); give the passages the system was given, or raise models.mine.max_passages")
+    assert refused(tmp_path, [GOOD[0], {**GOOD[1], "docids": ["d3#0"] * 3}], max_passages=2).startswith(
+        f"{path}: line 2 (query_id q2): 3 passages, more than the 2 models.mine.max_passages allows")
+    # the limit is checked before the passages are: 10,000 bad passages stop at the count
+    assert "10000 passages, more than" in refused(tmp_path, [{**GOOD[0], "passages": [None] * 10000}, GOOD[1]])
+
+
+def test_the_limits_are_config_keys_with_defaults(demo_config, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = with_file_system(demo_config, tmp_path)
+    checked = check(config, repo)
+    assert checked["models"]["mine"]["max_answer_chars"] == 20000 and checked["models"]["mine"]["max_passages"] == 100
+    config["models"]["mine"]["max_answer_chars"] = 0
+    with pytest.raises(ConfigError, match="max_answer_chars"):
+        check(config, repo)
+
+
+@pytest.mark.parametrize("unknown", ["refuse", "ignore"])
+def test_an_id_written_as_a_number_names_the_question_it_likely_means(tmp_path, unknown):
+    records = [{**RECORDS[0], "query_id": "0010"}, {**RECORDS[1], "query_id": "q2"}]
+    path = write_jsonl(tmp_path, [{**GOOD[0], "query_id": 10}, GOOD[1]])
+    with pytest.raises(DataError) as error:
+        system_answers("mine", entry(tmp_path, unknown=unknown, missing="unanswered"), "en", records, QUESTIONS)
+    message = str(error.value)
+    assert message == (f"{path}: line 1: query_id '10' is not a question of {QUESTIONS}, but '0010', which no row "
+                       "answers, is (rows whose id likely means a question's: '10' for '0010'); write each query_id "
+                       "as the question's id, as text (a JSON number loses leading zeros)")
+    assert "unknown: ignore" not in message
+    # once written as text, it is that question's answer
+    write_jsonl(tmp_path, [{**GOOD[0], "query_id": "0010"}, GOOD[1]])
+    rows = system_answers("mine", entry(tmp_path, unknown=unknown), "en", records, QUESTIONS)
+    assert rows[0]["query_id"] == "0010" and rows[0]["error"] is None
+
+
+def test_an_answer_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    path = tmp_path / "answers" / "en.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(json.dumps(GOOD[0]).encode() + b"\n" + b'{"query_id": "q2", "answer": "Nord\xe9e"}\n')
+    with pytest.raises(DataError) as error:
+        system_answers("mine", entry(tmp_path), "en", RECORDS, QUESTIONS)
+    assert str(error.value) == f"{path}: line 2: not UTF-8 text (byte 0xe9 at column 35); save the file as UTF-8"
 
 
 # The config: a file system's keys, its files checked before any job, and the roles it cannot take.

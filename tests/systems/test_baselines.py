@@ -154,7 +154,8 @@ def is_right(row, record) -> bool:
     """Right: the reference answer's text, citing only relevant passages, at least one."""
     docids = [p["docid"] for p in record["passages"]]
     return (strip_citations(row["answer"], docids) == strip_citations(record["reference_answer"], docids)
-            and bool(row["cited_docids"]) and all(relevance(record, d) for d in row["cited_docids"]))
+            and bool(row["cited_docids"])
+            and all(relevance(record, {p["docid"]: p for p in row["passages"]}[d]) for d in row["cited_docids"]))
 
 
 def given_subsets(record: dict) -> list[list[dict]]:
@@ -175,7 +176,7 @@ def test_grounded_mock_is_right_exactly_when_a_relevant_passage_was_given(demo, 
             # a system given these passages: the answer row's passages are what it read
             variant = {**record, "passages": given}
             [row] = generate_answers(llm, [variant], SETTINGS)
-            truth = any(relevance(record, p["docid"]) for p in given)
+            truth = any(relevance(record, p) for p in given)
             assert is_right(row, record) == truth, (record["query_id"], [p["docid"] for p in given], row["answer"])
             if not given:  # a refusal in the question's language, citing nothing
                 assert row["answer"] == refusal(lang) and row["cited_docids"] == []

@@ -56,11 +56,27 @@ def test_each_mode_gives_its_passages_in_their_order():
 
 
 def test_relevance_is_known_only_for_the_question_s_passages():
-    assert relevance(QUESTION, "q1") is True and relevance(QUESTION, "q2") is False
-    assert relevance(QUESTION, "f1") is None  # nobody judged it: unknown, not non-relevant
-    assert split_by_relevance(QUESTION, ["f1", "q2", "q1", "zz"]) == (["q1"], ["q2"], ["f1", "zz"])
-    assert unjudged_share(QUESTION, ["f1", "q2", "q1", "zz"]) == 0.5
-    assert unjudged_share(QUESTION, []) is None
+    q1, q2 = QUESTION["passages"]
+    f1 = FILE_PASSAGES[0]
+    assert relevance(QUESTION, q1) is True and relevance(QUESTION, q2) is False
+    assert relevance(QUESTION, f1) is None  # nobody judged it: unknown, not non-relevant
+    given = [*QUESTION["passages"], f1]
+    assert split_by_relevance(QUESTION, given, ["f1", "q2", "q1", "zz"]) == (["q1"], ["q2"], ["f1", "zz"])
+    assert unjudged_share(QUESTION, given, ["f1", "q2", "q1", "zz"]) == 0.5
+    assert unjudged_share(QUESTION, given, []) is None
+
+
+def test_a_judged_docid_with_another_text_is_unjudged():
+    q1, q2 = QUESTION["passages"]
+    forged = {"docid": "q1", "title": "Niger", "text": "The Niger flows into Lake Chad."}
+    assert relevance(QUESTION, forged) is None and relevance(QUESTION, {**q2, "text": "Bananas."}) is None
+    assert split_by_relevance(QUESTION, [forged, q2], ["q1", "q2"]) == ([], ["q2"], ["q1"])
+    assert unjudged_share(QUESTION, [forged, q2], ["q1", "q2"]) == 0.5
+    # the same text re-wrapped (spaces, a line break, a decomposed accent) is the same passage
+    copy = {**q1, "title": "", "text": "  The Niger ends in\nthe  Gulf of Guinea. "}
+    assert relevance(QUESTION, copy) is True
+    accented = {**QUESTION, "passages": [{"docid": "e", "text": "Café"}], "relevant_docids": ["e"]}
+    assert relevance(accented, {"docid": "e", "text": "Cafe\u0301"}) is True
 
 
 def test_an_answer_s_passages_are_its_own_and_old_files_had_the_question_s():
@@ -294,6 +310,32 @@ def test_judge_prompt_for_answers_given_different_passages_shows_each_its_own():
     assert "(none: neither assistant was given a document)" in both_closed
 
 
+def test_a_file_system_s_passage_reusing_a_judged_docid_with_another_text_is_unjudged(tmp_path):
+    """The row of issue 50: the question's d1#2 says the Niger ends in the Gulf of Guinea; the
+    system's d1#2 says Lake Chad. Its citation is unjudged, not credited as the relevant passage."""
+    from polyrag.features.deterministic import deterministic_features
+    from polyrag.systems.answer_files import system_answers
+
+    question = {**QUESTION, "query_id": "q01", "relevant_docids": ["d1#2"],
+                "passages": [{"docid": "d1#2", "title": "Niger River", "text": "The Niger ends in the Gulf of Guinea."},
+                             {"docid": "d7#0", "title": "Nile", "text": "The Nile ends in the Mediterranean."}]}
+    forged = {"query_id": "q01", "answer": "The answer is Lake Chad [d1#2].",
+              "passages": [{"docid": "d1#2", "title": "Niger River", "text": "The Niger flows into Lake Chad."}]}
+    honest = {**forged, "answer": "The Gulf of Guinea [d1#2].", "passages": question["passages"][:1]}
+    path = tmp_path / "en.jsonl"
+    entry = {"backend": "file", "answers": str(tmp_path / "{lang}.jsonl"), "corpus": None, "missing": "refuse",
+             "unknown": "refuse", "max_answer_chars": 20000, "max_passages": 100}
+    features = []
+    for row in (forged, honest):
+        path.write_text(json.dumps(row) + "\n")
+        answers = system_answers("mine", entry, "en", [question], "results/data/en.parquet")
+        assert answers[0]["cited_docids"] == ["d1#2"]
+        [features_row] = deterministic_features([question], answers)
+        features.append({k: features_row[k] for k in ("citation_map@10", "citation_recall@10", "unjudged_citations")})
+    assert features[0] == {"citation_map@10": None, "citation_recall@10": None, "unjudged_citations": 1.0}
+    assert features[1] == {"citation_map@10": 1.0, "citation_recall@10": 1.0, "unjudged_citations": 0.0}
+
+
 def test_reference_judge_leaves_unjudged_citations_out():
     from polyrag.judge.reference import answer_scores
 
@@ -304,6 +346,10 @@ def test_reference_judge_leaves_unjudged_citations_out():
     scores = answer_scores(QUESTION, [half, right], weights)
     assert scores[0]["citation"] == 0.5 and scores[1]["citation"] == 1.0  # q2 and q1 judged; f1 left out
     assert scores[0]["total"] == pytest.approx(0.5 + 0.8) and scores[1]["total"] == pytest.approx(1.0 + 0.9)
+    # q1 given with another text is no judged q1: unjudged too, as f1
+    forged = answer("Lake Chad [q1].", ["q1"], [{"docid": "q1", "title": "", "text": "It ends in Lake Chad."}],
+                    target_language=0.7)
+    assert answer_scores(QUESTION, [forged, right], weights)[0]["citation"] is None
     unknown = answer("Bananas are yellow [f1].", ["f1"], FILE_PASSAGES, target_language=0.7)
     scores = answer_scores(QUESTION, [unknown, right], weights)
     # f1 unjudged: no citation part, and the game is decided on the language alone, for both answers
@@ -324,6 +370,10 @@ def test_answer_style_counts_the_answer_s_own_citations():
     assert style.iloc[0]["citation_precision"] == 0.0  # of the judged citation q2; f1 left out
     closed = answer_style(questions, answers.iloc[1:], count_tokens=lambda text: len(text.split()))
     assert closed.iloc[0]["citations"] == 0 and np.isnan(closed.iloc[0]["citation_precision"])
+    # a relevant docid given with another text: cited, but judged by nobody, so no precision
+    forged = pd.DataFrame([answer("Lake Chad [q1].", ["q1"], [{"docid": "q1", "title": "", "text": "Lake Chad."}])])
+    style = answer_style(questions, forged, count_tokens=lambda text: len(text.split()))
+    assert style.iloc[0]["citations"] == 1 and np.isnan(style.iloc[0]["citation_precision"])
 
 
 class KeywordJudge:
