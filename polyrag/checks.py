@@ -35,7 +35,7 @@ from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.config.checks import turned_on
 from polyrag.csv_tables import read_table
 from polyrag.data.records import read_questions
-from polyrag.systems.passages import labelled_relevant_docid
+from polyrag.systems.passages import relevance
 
 COLUMNS = ["check", "subject", "expected", "observed", "passed"]
 
@@ -108,8 +108,7 @@ def relevant_given_shares(answers: dict[str, str], questions: dict[str, str]) ->
     for lang, path in answers.items():
         records = {r["query_id"]: r for r in read_questions(questions[lang]) if r["arena"]}
         given = pd.read_parquet(path)
-        # the grounded mock's own rule (a relevant docid given), which its true quality follows
-        found[lang] = [labelled_relevant_docid(records[q], passages)
+        found[lang] = [any(relevance(records[q], p) for p in passages)
                        for q, passages in zip(given["query_id"], given["passages"]) if q in records]
     shares = {lang: float(np.mean(hits)) for lang, hits in found.items()}
     return {**shares, "all": float(np.mean([hit for hits in found.values() for hit in hits]))}

@@ -202,6 +202,7 @@ rule system_passages:
     params:
         system=system_parts,
         corpus_lang=lambda wildcards: corpus_language(config, system_parts(wildcards)["retriever"], wildcards.lang),
+        parallel_docids=system_parallel_docids,
     localrule: True
     log:
         "logs/retrieval/passages/{system}/{lang}.log",

@@ -9,6 +9,7 @@ from polyrag.data.records import read_questions
 from polyrag.generate.answers import foreign_answers, generate_answers, write_answers
 from polyrag.llm import open_llm
 from polyrag.logs import run_logged
+from polyrag.systems.passages import RETRIEVED
 from polyrag.systems.answer_files import given_from_file, passage_file_spec, reads_answer_files, system_answers
 
 
@@ -33,7 +34,9 @@ def main() -> None:
                 foreign = foreign_answers(records, read_questions(questions[other]), settings["seed"], model, lang)
             from_file = None
             if spec := passage_file_spec(entry):
-                from_file = given_from_file(model, spec, lang, records, questions[lang])
+                # a retrieved system's passage file is the workflow's own (rule system_passages)
+                from_file = given_from_file(model, spec, lang, records, questions[lang],
+                                            retrieved=passage_source(entry) == RETRIEVED)
             write_answers(generate_answers(llm, records, settings, foreign, from_file, passage_source(entry)), output)
     finally:
         llm.close()

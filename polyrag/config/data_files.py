@@ -90,6 +90,28 @@ def system_answer_files(config: dict, model: str) -> list[str]:
 DEMO_CORPUS = Path("resources") / "demo"
 
 
+#: The shipped XQuAD subset the demo corpus also holds (its docids are positions in that subset).
+DEMO_CORPUS_XQUAD = Path("resources") / "xquad"
+
+
+def parallel_docids(config: dict, retriever: str, workflow_dir: Path) -> bool:
+    """Whether ``retriever``'s corpus was built by polyrag from the files the question data are read
+    from, of a parallel data set: then a docid of its corpus in any language names the question's
+    passage of that docid or its translation (``polyrag.systems.passages.judged_docids``). True for
+    the demo corpus (source demo: the shipped demo questions' passages and XQuAD subset) searched by
+    the shipped demo's questions, or by XQuAD's read from the shipped subset (data.dir, its docids
+    are positions in that subset, not in the full XQuAD); false for a user's corpus (source file),
+    MIRACL's (a docid names another article in each language's Wikipedia) and other question data."""
+    corpus = config["retrieval"]["corpora"][config["retrieval"]["retrievers"][retriever]["corpus"]]
+    data = config["data"]
+    shipped = {"demo": DEMO_CORPUS, "xquad": DEMO_CORPUS_XQUAD}.get(data["source"])
+    if corpus["source"] != "demo" or shipped is None:
+        return False
+    if data["dir"] is None:
+        return data["source"] == "demo"  # the shipped demo; XQuAD is then the full download
+    return Path(data["dir"]).resolve() == (workflow_dir / shipped).resolve()
+
+
 def corpus_needs(config: dict) -> list[tuple[str, str, str, str]]:
     """(corpus, language, retriever, key) for each language of a corpus that a retriever indexes,
     each (corpus, language) once: ``key`` is the config key that asks for that language

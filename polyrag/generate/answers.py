@@ -16,10 +16,13 @@ from polyrag.llm.chat_text import messages_to_text
 from polyrag.llm.client import LLM
 from polyrag.llm.types import Request
 from polyrag.seeds import rng_for
-from polyrag.systems.passages import DEFAULT_MODE, FILE, passages_for
+from polyrag.systems.passages import DEFAULT_MODE, FILE, PARALLEL_DOCID, passages_for
 
 log = logging.getLogger(__name__)
 
+#: A passage as an answer records it: ``PARALLEL_DOCID`` true where polyrag's own retrieval took it
+#: from the question data's parallel corpus (null otherwise; ``polyrag.systems.passages.judged_docids``).
+ANSWER_PASSAGE = pa.struct([*PASSAGE, pa.field(PARALLEL_DOCID, pa.bool_())])
 SCHEMA = pa.schema(
     [
         ("query_id", pa.string()),
@@ -30,7 +33,7 @@ SCHEMA = pa.schema(
         ("error", pa.string()),
         # What the system was given, in the order given (an empty list for closed-book), copied in
         # full so that an answer file is self-contained: what it saw beside what it said.
-        ("passages", pa.list_(PASSAGE)),
+        ("passages", pa.list_(ANSWER_PASSAGE)),
         # question | oracle | closed_book | file | retriever:<name> (polyrag.systems.passages)
         ("passage_source", pa.string()),
     ]

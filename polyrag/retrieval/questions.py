@@ -14,7 +14,7 @@ import pandas as pd
 
 from polyrag.errors import DataError
 from polyrag.retrieval.corpus import question_docids
-from polyrag.systems.passages import as_passage
+from polyrag.systems.passages import PARALLEL_DOCID, as_passage
 
 
 def queries_of(records: list[dict]) -> dict[str, str]:
@@ -33,7 +33,8 @@ def qrels_of(records: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], top_k: int,
-                 source: str, lang: str | None = None, corpus_lang: str | None = None) -> list[dict]:
+                 source: str, lang: str | None = None, corpus_lang: str | None = None,
+                 parallel_docids: bool = False) -> list[dict]:
     """One row per question: ``query_id`` and ``passages``, the run's first ``top_k`` (docid, title,
     text), in rank order, the rows a passage file holds (``systems.answer_files``). A question the run
     retrieved nothing for is given no passages (and counted by the caller's log); a docid missing from
@@ -41,7 +42,10 @@ def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], t
     the passages of the question's language ``lang`` without their prefix, as its labels name them
     (``corpus.question_docids``), so that citations and judges find them judged. With ``corpus_lang``
     each passage also names its ``language`` (the generator's prompt says what its passages are
-    written in: the corpus's language, or each pooled passage's own)."""
+    written in: the corpus's language, or each pooled passage's own). With ``parallel_docids`` (the
+    corpus is the question data's parallel source, ``polyrag.config.data_files.parallel_docids``)
+    each passage carries ``PARALLEL_DOCID``: its docid names the question's passage of that docid
+    or its translation, which ``polyrag.systems.passages.judged_docids`` then judges by its labels."""
     head = run[run["rank"] <= top_k].sort_values(["query_id", "rank"])
     by_docid = corpus.set_index("docid")
     missing = sorted(set(head["docid"]) - set(by_docid.index))
@@ -56,5 +60,7 @@ def top_passages(run: pd.DataFrame, corpus: pd.DataFrame, records: list[dict], t
                     for docid, name in zip(docids, named)]
         if languages is not None:
             passages = [passage | {"language": language} for passage, language in zip(passages, languages)]
+        if parallel_docids:
+            passages = [passage | {PARALLEL_DOCID: True} for passage in passages]
         rows.append({"query_id": str(record["query_id"]), "passages": passages})
     return rows

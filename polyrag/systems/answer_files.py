@@ -43,6 +43,7 @@ from polyrag.data.io import read_jsonl
 from polyrag.docids import checked_docid
 from polyrag.errors import DataError
 from polyrag.llm.backends import LLM_BACKENDS
+from polyrag.systems.passages import PARALLEL_DOCID
 
 log = logging.getLogger(__name__)
 
@@ -137,13 +138,22 @@ def _text_id(value: object, where: str, field: str) -> str:
     raise DataError(f"{where}: {field} must be a non-empty text, got {value!r}")
 
 
-def _passage(value: object, where: str) -> dict:
+def _passage(value: object, where: str, retrieved: bool = False) -> dict:
     """A ``{docid, title, text}`` passage, with its ``language`` (a language code) where the row
     gives one: the generator's prompt then says what its passages are written in (a cross-lingual
-    system's). ``where`` names it (a row's passage, or a corpus row)."""
+    system's). ``where`` names it (a row's passage, or a corpus row). ``PARALLEL_DOCID`` is kept
+    only in a retrieved system's passage file (``retrieved``: written by rule system_passages); a
+    user's file that sets it is refused, so that a file cannot claim a judged passage's labels for
+    another text (``polyrag.systems.passages.judged_docids``)."""
     if not isinstance(value, Mapping):
         raise DataError(f"{where}: expected an object with docid, title and text, got {type(value).__name__}")
     docid = checked_docid(value.get("docid"), where)
+    mark = {PARALLEL_DOCID: True} if retrieved and value.get(PARALLEL_DOCID) is True else {}
+    if not retrieved and value.get(PARALLEL_DOCID) is not None:
+        raise DataError(f"{where} ({docid}): {PARALLEL_DOCID} is polyrag's own mark on the passages its retrieval "
+                        "takes from the question data's parallel corpus, not a field of a user's file; remove it "
+                        "(a file's passage is judged by the question's labels where its docid and text are the "
+                        "judged passage's)")
     text = value.get("text")
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{where} ({docid}): no text")
@@ -152,10 +162,10 @@ def _passage(value: object, where: str) -> dict:
         raise DataError(f"{where} ({docid}): title must be a text, got {title!r}")
     language = value.get("language")
     if language is None:
-        return {"docid": docid, "title": title or "", "text": text}
+        return {"docid": docid, "title": title or "", "text": text, **mark}
     if not isinstance(language, str) or not language.strip():
         raise DataError(f"{where} ({docid}): language must be a language code (en, hi), got {language!r}")
-    return {"docid": docid, "title": title or "", "text": text, "language": language}
+    return {"docid": docid, "title": title or "", "text": text, "language": language, **mark}
 
 
 def read_corpus(path: str | Path) -> dict[str, dict]:
@@ -195,10 +205,11 @@ def _check_passage_count(count: int, where: str, max_passages: int | None, name:
 
 
 def _given_passages(row: Mapping, where: str, question: dict, corpus_path: str | None, questions_path: str,
-                    name: str, max_passages: int | None = None) -> list[dict]:
+                    name: str, max_passages: int | None = None, retrieved: bool = False) -> list[dict]:
     """The passages the system was given: its ``passages``, or its ``docids`` looked up in the
     corpus file (when the model declares one) or among the question's passages; more than
-    ``max_passages`` of them are refused before any is read."""
+    ``max_passages`` of them are refused before any is read. ``retrieved``: the file is a retrieved
+    system's, written by rule system_passages (``_passage``)."""
     passages, docids = row.get("passages"), row.get("docids")
     if (passages is None) == (docids is None):
         given = "both passages and docids" if passages is not None else "no passages or docids"
@@ -208,7 +219,7 @@ def _given_passages(row: Mapping, where: str, question: dict, corpus_path: str |
         if not isinstance(passages, list):
             raise DataError(f"{where}: passages must be a list of objects with docid, title and text")
         _check_passage_count(len(passages), where, max_passages, name)
-        return [_passage(passage, f"{where}: passage {index}") for index, passage in enumerate(passages, start=1)]
+        return [_passage(passage, f"{where}: passage {index}", retrieved) for index, passage in enumerate(passages, start=1)]
     if not isinstance(docids, list):
         raise DataError(f"{where}: docids must be a list of docids")
     _check_passage_count(len(docids), where, max_passages, name)
@@ -254,10 +265,13 @@ def _distinct_docids(passages: list[dict], where: str) -> list[str]:
     return docids
 
 
-def given_from_file(name: str, spec: Mapping, lang: str, records: list[dict], questions_path: str) -> dict[str, list[dict]]:
+def given_from_file(name: str, spec: Mapping, lang: str, records: list[dict], questions_path: str,
+                    retrieved: bool = False) -> dict[str, list[dict]]:
     """The passages language model ``name`` is given per question of language key ``lang``, from its
     ``passages: {file, corpus}``: rows of ``query_id`` and ``passages`` (docid, title, text) or
     ``docids`` (found in ``corpus`` or among the question's passages), as in a system's answer file.
+    ``retrieved``: ``name`` is a retrieved system (``systems:``), its file written by rule
+    system_passages, whose ``PARALLEL_DOCID`` marks are kept; a user's file may not set them.
     Rows of questions the config did not select are skipped (a retrieval run covers them all); a
     selected question without a row stops the job, naming the file."""
     path = language_path(spec["file"], lang)
@@ -274,7 +288,8 @@ def given_from_file(name: str, spec: Mapping, lang: str, records: list[dict], qu
         first[query_id] = position
         if query_id in questions:
             where = f"{where} (query_id {query_id})"
-            passages = _given_passages(row, where, questions[query_id], corpus_path, questions_path, f"{name}.passages")
+            passages = _given_passages(row, where, questions[query_id], corpus_path, questions_path, f"{name}.passages",
+                                       retrieved=retrieved)
             _distinct_docids(passages, where)
             given[query_id] = passages
     missing = [record["query_id"] for record in records if record["query_id"] not in given]

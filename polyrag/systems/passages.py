@@ -14,11 +14,18 @@ An answer records where its passages came from (``passage_source``, decided once
 system's, ``systems:``: its run's first top_k) or ``file`` (a user's own file). The relevance of a docid comes from the question's labels: the docids of the
 question's passages are the judged ones (MIRACL's passages in a record are its judged passages; the
 demo's and XQuAD's distractors are non-relevant by construction), ``relevant_docids`` the relevant
-ones among them. A passage is judged only where its docid *and its text* are one of the question's
-passages' (``judged_docids``; texts compared after ``passage_text_key``): a docid outside the
-question's passages, or a judged docid given with another text (a file system's passage ``d1#2``
-that says something else), was judged by nobody: it is *unjudged* (``None``), never credited and
-never counted as non-relevant.
+ones among them. A passage is judged where its docid is one of the question's passages' and either
+its text is that passage's text (``passage_text_key``) or it carries ``parallel_docid``: polyrag's own
+retrieval took it from a corpus built from the question data's parallel source (the demo's and
+XQuAD's paragraphs, whose docid names the same paragraph in every language), so it is the judged
+passage or its translation (an English datastore's answer to a German question,
+``corpus_language: en``). Only rule system_passages writes that mark (``polyrag.retrieval.questions.top_passages``,
+decided by ``polyrag.config.retrieval.parallel_docids``); a user's file cannot set it
+(``polyrag.systems.answer_files`` refuses it), so a passage from a file is judged by its text. Any
+other passage (a docid outside the question's passages, a file's judged docid with another text, a
+MIRACL corpus's docid, which names another article in each language) was judged by nobody: it is
+*unjudged* (``None``), never credited and never counted as non-relevant. ``judged_docids`` is the
+one place this is decided: the features, the judges, style control and the passage_order check read it.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ QUESTION, ORACLE, CLOSED_BOOK = "question", "oracle", "closed_book"
 FILE = "file"
 #: ``passage_source`` of a retrieved system's passages (``systems:``), though generation reads them from its passage file.
 RETRIEVED = "retrieved"
+#: A passage's mark that polyrag's own retrieval took it from a corpus of the question data's parallel
+#: source: its docid is the data set's, the same paragraph in every language (``judged_docids``).
+PARALLEL_DOCID = "parallel_docid"
 #: What a model entry's ``passages:`` may say; the answer's ``passage_source`` is the same word.
 PASSAGE_MODES = (QUESTION, ORACLE, CLOSED_BOOK)
 DEFAULT_MODE = QUESTION
@@ -62,8 +72,10 @@ def given_passages(answer: Mapping[str, Any], record: Mapping[str, Any]) -> list
 
     An answer row without a ``passages`` field was written before answers recorded them, when every
     system was given its question's passages: those are then what it was given. A row whose field
-    is null is broken (a closed-book answer has an empty list), and stops the stage."""
-    return [as_passage(p) for p in recorded_passages(answer, record)]
+    is null is broken (a closed-book answer has an empty list), and stops the stage. A passage
+    keeps its ``PARALLEL_DOCID`` mark where it has one (what ``judged_docids`` reads)."""
+    return [as_passage(p) | ({PARALLEL_DOCID: True} if p.get(PARALLEL_DOCID) is True else {})
+            for p in recorded_passages(answer, record)]
 
 
 def given_docids(answer: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
@@ -93,28 +105,21 @@ def passage_text_key(text: str) -> str:
 
 def judged_docids(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]]) -> set[str]:
     """The docids of ``given`` (the passages a system was given) whose relevance to the question is
-    known: a passage with the docid *and* the text of one of the question's passages. A passage that
-    reuses a judged docid with another text is unjudged: its docid says nothing of what it says."""
+    known: a passage with the docid of one of the question's passages and either its text, or the
+    ``PARALLEL_DOCID`` mark of polyrag's own retrieval from the data's parallel corpus (the judged
+    passage or its translation). A file's passage that reuses a judged docid with another text is
+    unjudged: its docid says nothing of what it says."""
     judged = {str(p["docid"]): passage_text_key(p["text"]) for p in record["passages"]}
-    return {str(p["docid"]) for p in given if judged.get(str(p["docid"])) == passage_text_key(p["text"])}
+    return {str(p["docid"]) for p in given if str(p["docid"]) in judged
+            and (p.get(PARALLEL_DOCID) is True or judged[str(p["docid"])] == passage_text_key(p["text"]))}
 
 
 def relevance(record: Mapping[str, Any], passage: Mapping[str, Any]) -> bool | None:
-    """True: ``passage`` (docid, text) is labelled relevant to the question; False: judged and not
-    relevant; None: unjudged (another docid, or a judged docid with another text)."""
+    """True: ``passage`` (docid, text, mark) is labelled relevant to the question; False: judged and
+    not relevant; None: unjudged (``judged_docids``)."""
     if str(passage["docid"]) not in judged_docids(record, [passage]):
         return None
     return str(passage["docid"]) in set(record["relevant_docids"])
-
-
-def labelled_relevant_docid(record: Mapping[str, Any], passages: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether a passage's docid among ``passages`` is labelled relevant to the question, whatever
-    its text: the rule of the grounded mock (``polyrag.llm.mock``) and of the retrieval metrics'
-    qrels, under which a parallel corpus's translation of a judged passage (a German question's
-    docid in the English datastore) counts. What a mock's answers are right by, not what a
-    system's citations are credited by (``relevance``)."""
-    relevant = set(record["relevant_docids"])
-    return any(str(p["docid"]) in relevant for p in passages)
 
 
 def split_by_relevance(record: Mapping[str, Any], given: Iterable[Mapping[str, Any]],

@@ -1,4 +1,5 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
+from polyrag.config.data_files import parallel_docids
 from polyrag.config.params import relative_path
 from polyrag.config.queries import run_name
 from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
@@ -107,6 +108,12 @@ def system_parts(wildcards):
 def system_run(wildcards):
     parts = system_parts(wildcards)
     return RUN.format(run=run_name(parts["retriever"], parts["reranker"]), lang=wildcards.lang)
+
+
+def system_parallel_docids(wildcards):
+    """Whether the system's corpus is the question data's parallel source: its passages are marked
+    parallel_docid (polyrag.config.data_files.parallel_docids)."""
+    return parallel_docids(config, system_parts(wildcards)["retriever"], Path(workflow.basedir))
 
 
 def system_corpus(wildcards):

@@ -21,7 +21,7 @@ from polyrag.generate.prompts import answer_messages
 from polyrag.llm.client import LLM
 from polyrag.llm.mock import MockBackend
 from polyrag.prompts import environment
-from polyrag.systems.passages import (as_passage, given_passages, passages_for, passages_shown_to_compare, relevance,
+from polyrag.systems.passages import (PARALLEL_DOCID, as_passage, given_passages, passages_for, passages_shown_to_compare, relevance,
                                       split_by_relevance, unjudged_share)
 
 SETTINGS = {"prompt": "mirage", "temperature": 0.1, "max_tokens": 64, "seed": 3, "max_failure_fraction": 0.05}
@@ -109,7 +109,9 @@ def test_answers_record_the_passages_and_their_source(tmp_path):
         assert [p["docid"] for p in row["passages"]] == docids and row["passage_source"] == mode
         assert row["passages"] == passages_for(QUESTION, mode)  # text copied in full
         write_answers([row], tmp_path / f"{mode}.parquet")
-        assert pq.read_table(tmp_path / f"{mode}.parquet").to_pylist() == [row]
+        # a passage not from polyrag's retrieval of the data's parallel corpus has no parallel mark
+        unmarked = [p | {PARALLEL_DOCID: None} for p in row["passages"]]
+        assert pq.read_table(tmp_path / f"{mode}.parquet").to_pylist() == [{**row, "passages": unmarked}]
     [default] = generate_answers(llm, [QUESTION], SETTINGS)
     assert default["passage_source"] == "question"
     with pytest.raises(DataError, match=r"x.parquet: the answer to question 'q' has no passages or passage_source"):
@@ -444,3 +446,78 @@ def test_reference_judge_game_between_a_system_and_its_closed_book_baseline():
     rows = judge_with_reference(arena_items([QUESTION], [given], [closed]), "g", "g-closed-book", options)
     assert [r["verdict"] for r in rows] == ["model_a", "model_a"]
     assert json.loads(rows[0]["raw_output"])["g-closed-book"]["citation"] == 0.0
+
+
+# --- parallel data: a retrieved translation of the judged passage ---------------------------------
+
+GERMAN_QUESTION = {"query_id": "q01", "query": "Wohin fließt der Niger?", "language": "de", "relevant_docids": ["d1#2"],
+                   "passages": [{"docid": "d1#2", "title": "Niger", "text": "Der Niger mündet in den Golf von Guinea."},
+                                {"docid": "d7#0", "title": "Nil", "text": "Der Nil mündet ins Mittelmeer."}]}
+ENGLISH_TRANSLATION = {"docid": "d1#2", "title": "Niger River", "text": "The Niger ends in the Gulf of Guinea."}
+
+
+def _retrieved_from_the_english_datastore(tmp_path, parallel_docids: bool) -> dict:
+    """The German question's answer row, as features read it, from a system given the English
+    corpus's d1#2 (the translation of its judged passage) by polyrag's retrieval: the passage as
+    rule system_passages writes it (``top_passages``), generation's answer file written and read back."""
+    from polyrag.retrieval.questions import top_passages
+
+    corpus = pd.DataFrame([ENGLISH_TRANSLATION, {"docid": "d9#0", "title": "Congo", "text": "The Congo is long."}])
+    run = pd.DataFrame({"query_id": ["q01", "q01"], "docid": ["d1#2", "d9#0"], "rank": [1, 2], "score": [2.0, 1.0]})
+    [row] = top_passages(run, corpus, [GERMAN_QUESTION], 1, "run", lang="de", corpus_lang="en",
+                         parallel_docids=parallel_docids)
+    path = tmp_path / "answers.parquet"
+    write_answers([{"query_id": "q01", "raw_output": "x", "reason": None, "answer": "Golf von Guinea [d1#2].",
+                    "cited_docids": ["d1#2"], "error": None, "passages": row["passages"],
+                    "passage_source": "retrieved"}], path)
+    return pd.read_parquet(path).to_dict("records")[0]
+
+
+def test_a_retrieved_translation_of_the_judged_passage_is_judged_by_its_labels(tmp_path):
+    """On parallel data (the demo's corpus), a German question's system retrieving from the English
+    datastore (corpus_language: en) is given the English d1#2, the translation of its judged d1#2:
+    polyrag's retrieval marks it parallel_docid, and its citation is judged and relevant, as the
+    retrieval metrics' qrels and the grounded mock count it. From a corpus that is not the data's
+    parallel source (no mark) the same passage is judged by its text: unjudged."""
+    from polyrag.features.deterministic import deterministic_features
+    from polyrag.judge.reference import citation_part
+
+    features = {}
+    for parallel in (True, False):
+        answer = _retrieved_from_the_english_datastore(tmp_path, parallel)
+        given = given_passages(answer, GERMAN_QUESTION)
+        assert [p.get(PARALLEL_DOCID) for p in given] == [True if parallel else None]
+        [row] = deterministic_features([GERMAN_QUESTION], [answer])
+        features[parallel] = ({k: row[k] for k in ("citation_map@10", "citation_recall@10", "unjudged_citations")},
+                              relevance(GERMAN_QUESTION, given[0]), citation_part(GERMAN_QUESTION, given, ["d1#2"]))
+    assert features[True] == ({"citation_map@10": 1.0, "citation_recall@10": 1.0, "unjudged_citations": 0.0}, True, 1.0)
+    assert features[False] == ({"citation_map@10": None, "citation_recall@10": None, "unjudged_citations": 1.0},
+                               None, None)
+    # the mark never makes a docid the question did not judge a judged one
+    assert relevance(GERMAN_QUESTION, {"docid": "d9#0", "text": "The Congo is long.", PARALLEL_DOCID: True}) is None
+
+
+def test_a_user_s_file_cannot_claim_the_parallel_mark(tmp_path):
+    """The English translation in a user's answer file or passage file, with parallel_docid: true,
+    is refused (naming the file, row and passage); without the mark it is judged by its text:
+    unjudged. Only a retrieved system's own passage file (rule system_passages) keeps the mark."""
+    from polyrag.features.deterministic import deterministic_features
+    from polyrag.systems.answer_files import given_from_file, system_answers
+
+    claimed = {"query_id": "q01", "answer": "Golf von Guinea [d1#2].", "passages": [{**ENGLISH_TRANSLATION, PARALLEL_DOCID: True}]}
+    (tmp_path / "de.jsonl").write_text(json.dumps(claimed) + "\n")
+    entry = {"backend": "file", "answers": str(tmp_path / "{lang}.jsonl"), "corpus": None, "missing": "refuse",
+             "unknown": "refuse", "max_answer_chars": 20000, "max_passages": 100}
+    with pytest.raises(DataError, match=r"de.jsonl: line 1 \(query_id q01\): passage 1 \(d1#2\): parallel_docid is "
+                                        "polyrag's own mark"):
+        system_answers("mine", entry, "de", [GERMAN_QUESTION], "results/data/de.parquet")
+    spec = {"file": str(tmp_path / "{lang}.jsonl"), "corpus": None}
+    with pytest.raises(DataError, match="parallel_docid is polyrag's own mark"):
+        given_from_file("mine", spec, "de", [GERMAN_QUESTION], "results/data/de.parquet")
+    kept = given_from_file("sys", spec, "de", [GERMAN_QUESTION], "results/data/de.parquet", retrieved=True)
+    assert kept["q01"][0][PARALLEL_DOCID] is True
+    # the same row without the claim: a file's passage judged by its text, which is not the question's
+    (tmp_path / "de.jsonl").write_text(json.dumps({**claimed, "passages": [ENGLISH_TRANSLATION]}) + "\n")
+    answers = system_answers("mine", entry, "de", [GERMAN_QUESTION], "results/data/de.parquet")
+    [row] = deterministic_features([GERMAN_QUESTION], answers)
+    assert (row["citation_map@10"], row["unjudged_citations"]) == (None, 1.0)
