@@ -274,3 +274,28 @@ def test_a_placeholder_other_than_lang_is_refused_with_its_key(config, repo, tmp
     config = file_corpus(config, tmp_path)
     edit(config, tmp_path)
     assert refusal(config, repo) == "my.yaml: " + expected.format(tmp=tmp_path)
+
+
+def test_only_the_demo_corpus_searched_by_the_data_it_was_built_from_marks_parallel_docids(config, repo, tmp_path):
+    """A retrieved passage is marked parallel_docid (judged by the question's labels whatever its
+    language) only where the corpus holds the question data's own docids of a parallel data set: the
+    demo corpus (the shipped demo and XQuAD subset) and the shipped demo's questions, or XQuAD's read
+    from the shipped subset. The full XQuAD numbers its articles otherwise, a file corpus is the
+    user's, and MIRACL's docids name another article in each language."""
+    from polyrag.config.data_files import parallel_docids
+
+    config["retrieval"]["corpora"]["wiki"] = {"source": "miracl"}
+    config["retrieval"]["corpora"]["mine"] = {"source": "file", "file": str(tmp_path / "{lang}.jsonl")}
+    config["retrieval"]["retrievers"] |= {"bm25-wiki": {"kind": "bm25", "corpus": "wiki"},
+                                          "bm25-mine": {"kind": "bm25", "corpus": "mine"}}
+
+    def marks(source, folder):
+        data = {**config["data"], "source": source, "dir": folder}
+        return {name: parallel_docids({**config, "data": data}, name, repo) for name in ("bm25", "bm25-wiki", "bm25-mine")}
+
+    assert marks("demo", None) == {"bm25": True, "bm25-wiki": False, "bm25-mine": False}
+    assert marks("demo", str(repo / "resources" / "demo")) == marks("demo", "resources/demo") == marks("demo", None)
+    assert marks("demo", str(tmp_path))["bm25"] is False  # the user's own demo-format questions
+    assert marks("xquad", "resources/xquad") == {"bm25": True, "bm25-wiki": False, "bm25-mine": False}
+    assert marks("xquad", None)["bm25"] is False and marks("xquad", str(tmp_path))["bm25"] is False  # the full XQuAD
+    assert marks("miracl", None) == marks("mirage_bench", None) == {"bm25": False, "bm25-wiki": False, "bm25-mine": False}
