@@ -211,7 +211,9 @@ def grounded_tables(tmp_path, board_order, found):
         write_questions(records, tmp_path / f"{lang}.parquet")
         files["questions"][lang] = str(tmp_path / f"{lang}.parquet")
         for model, count in found.items():
-            given = [[{"docid": f"r{i}" if i < count or i >= 4 else f"n{i}", "title": "", "text": "t"}] for i in range(6)]
+            # the question's own passages (docid and text): judged (polyrag.systems.passages.judged_docids)
+            given = [[{"docid": f"r{i}", "title": "", "text": "yes"} if i < count or i >= 4
+                      else {"docid": f"n{i}", "title": "", "text": "no"}] for i in range(6)]
             path = tmp_path / f"{model}-{lang}.parquet"
             pd.DataFrame({"query_id": [f"q{i}" for i in range(6)], "passages": given}).to_parquet(path)
             files["answers"].setdefault(model, {})[lang] = str(path)
