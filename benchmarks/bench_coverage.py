@@ -32,7 +32,8 @@ effect (``power``). Settings stress each estimator's assumptions:
   effects, each factor's spread and the difference of spreads, and the interaction test's
   rejection under additivity and power against one departing cell; 12 and 30 questions, games
   clustered by their answers, a 3 x 2 crossing full and with a cell missing, a factor without
-  effect; 6 generators without effect x 2 passage sources at 30 and 60 questions. Anchors: the
+  effect; 6 generators without effect (or one 0.5 above five equal ones) x 2 passage sources at
+  30 and 60 questions. Anchors: the
   likelihood ratio with games as independent; percentile intervals of the plug-in spreads; the t
   interval of the bootstrap ranges' difference alone (the difference's interval polyrag widens).
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
@@ -613,6 +614,9 @@ COMPONENT_EFFECTS = {  # (passages effects, generator effects)
     # many equal levels: their range's upward bias is largest (the generator is the null factor)
     "generators without effect (spread 0), passages spread 0.8": ({"p0": 0.4, "p1": -0.4},
                                                                   {f"g{k}": 0.0 for k in range(6)}),
+    # a small spread whose lowest level is five tied ones: the range stays biased without being 0
+    "one generator 0.5 above five equal ones, passages spread 0.8": (
+        {"p0": 0.4, "p1": -0.4}, {"g0": 0.5, **{f"g{k}": 0.0 for k in range(1, 6)}}),
 }
 # The power arena: one cell 1 logit better than its parts say, on the design's cycle (g2's lone cell
 # in the design with a cell missing would be absorbed by g2's own effect: no test can see it).
@@ -736,13 +740,15 @@ def components_cells() -> list[tuple]:
     by question, the 3 x 2 crossing full and with one cell missing (df 2 and 1), a factor without
     effect (its spread 0, where a plug-in range is biased upward), and no effect at all; 6
     generators without effect x 2 passage sources at 30 and 60 questions (six equal levels: the
-    largest upward bias of a range, on the generator's side)."""
+    largest upward bias of a range, on the generator's side), and one generator 0.5 above five
+    equal ones at 30 (a spread that is not 0 but still biased)."""
     cells = []
     settings = [(design, effects, questions) for design in list(COMPONENT_DESIGNS)[:2] for questions in (12, 30)
                 for effects in list(COMPONENT_EFFECTS)[:2]]
     settings.append(("3 generators x 2 passages", "no effect at all", 12))
     settings += [("6 generators x 2 passages", "generators without effect (spread 0), passages spread 0.8", questions)
                  for questions in (30, 60)]
+    settings.append(("6 generators x 2 passages", "one generator 0.5 above five equal ones, passages spread 0.8", 30))
     for design, effects, questions in settings:
         setting = f"{design}, {effects}, {questions} questions, answer sd {COMPONENT_ANSWER_SD}, 10% ties"
         cells.append(("component effects", "polyrag", setting, components_cell,

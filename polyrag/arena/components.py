@@ -273,6 +273,25 @@ def spread_with_interval(point: np.ndarray, samples: np.ndarray, level_questions
     return plug_in, corrected, low, high
 
 
+def extremes_separated(point: np.ndarray, samples: np.ndarray, level_questions: np.ndarray,
+                       confidence: float) -> bool:
+    """Whether the best level is surely above every other and the worst surely below every other
+    (each pair's difference by the Bonferroni interval of ``spread_with_interval`` at ``confidence``).
+    Only then is the range a smooth function of the effects near them, and the t interval of the
+    tournaments' ranges trustworthy: a level close to the best or the worst (levels without effect
+    above all) leaves the range biased upward."""
+    first, second = np.triu_indices(len(point), k=1)
+    if not len(first):
+        return True
+    half = (critical_value(np.minimum(level_questions[first], level_questions[second]),
+                           (1 - confidence) / (2 * len(first)))
+            * (samples[:, first] - samples[:, second]).std(axis=0, ddof=1))
+    apart = np.abs(point[first] - point[second]) > half
+    best, worst = int(np.argmax(point)), int(np.argmin(point))
+    touches_an_extreme = np.isin(first, [best, worst]) | np.isin(second, [best, worst])
+    return bool(apart[touches_an_extreme].all())
+
+
 # --- the interaction test --------------------------------------------------------------------
 
 def clustered_covariance(logits: np.ndarray, question_wins: np.ndarray, regularization: float) -> np.ndarray:
@@ -393,7 +412,7 @@ def spreads(fit: AdditiveFit, confidence: float = 0.95) -> dict:
     the same tournaments (at the fewest questions of a level), each end widened to the two spreads'
     simultaneous bound where the factor whose upward bias threatens it may have no effect (its
     spread interval at 1 - alpha/2 holds 0); see the module docstring."""
-    summary, draws, halves = {}, {}, {}
+    summary, draws, halves, separated = {}, {}, {}, {}
     for factor in FACTORS:
         part = fit.factor(factor)
         arguments = fit.effects[part], fit.samples[:, part], fit.level_questions[part]
@@ -403,15 +422,16 @@ def spreads(fit: AdditiveFit, confidence: float = 0.95) -> dict:
         draws[factor] = spread(fit.samples[:, part])
         # each factor's interval at 1 - alpha/2: both hold at once at 1 - alpha (Bonferroni over the two)
         halves[factor] = spread_with_interval(*arguments, 1 - (1 - confidence) / 2)[2:]
+        separated[factor] = extremes_separated(*arguments, 1 - (1 - confidence) / 2)
     difference = summary[f"spread_{GENERATOR}"] - summary[f"spread_{PASSAGES}"]
     low, high = (float(end[0]) for end in bootstrap_interval(
         np.array([difference]), (draws[GENERATOR] - draws[PASSAGES])[:, None], int(fit.level_questions.min()),
         confidence))
     (generator_low, generator_high), (passages_low, passages_high) = halves[GENERATOR], halves[PASSAGES]
     widened = []
-    if generator_low == 0:  # the generator's spread may be 0: its upward bias pulls the t interval up
+    if not separated[GENERATOR]:  # the generator's range may be biased upward: it pulls the t interval up
         low, widened = min(low, generator_low - passages_high), widened + [GENERATOR]
-    if passages_low == 0:  # the passages' may be 0: their bias pulls it down
+    if not separated[PASSAGES]:  # the passages' range may be: it pulls the t interval down
         high, widened = max(high, generator_high - passages_low), widened + [PASSAGES]
     return summary | {"spread_difference": min(max(difference, low), high), "spread_difference_ci_low": low,
                       "spread_difference_ci_high": high, "spread_difference_widened_for": widened}
