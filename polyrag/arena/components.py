@@ -43,15 +43,17 @@ minus the mean over the tournaments, at least 0), the plug-in beside it. The ver
 two spreads by the interval of their difference (generator minus passages) and says which factor
 moves the ranking more only when that interval excludes 0, else that the data cannot tell. The
 difference's interval starts as the t interval of the tournaments' ranges' difference around the
-bias-corrected difference; it fails where a factor's spread is 0 (a range over equal effects keeps
-an upward bias the correction does not remove: six generators without effect beside passages of
-spread 0.64 gave an interval holding the truth 0.75 of the time, every miss toward 0). So each end
+bias-corrected difference; it fails where a factor's best or worst level is close to another (a
+range over near-equal effects keeps an upward bias the correction does not remove: six generators
+without effect beside passages of spread 0.64 gave an interval holding the truth 0.75 of the time,
+one generator 0.5 above five equal ones 0.91, every miss on the side the bias pushes). So each end
 that a factor's bias threatens is widened to the projection of the two spreads' simultaneous
 intervals (each at 1 - alpha/2: ``[low_generator - high_passages, high_generator -
-low_passages]``, which holds whenever both do): the lower end when the generator's spread
-interval (at 1 - alpha/2) holds 0, the upper end when the passages' does
-(``spread_difference_widened_for`` names them). The end away from the bias keeps the t interval,
-so a clear difference keeps its power. ``benchmarks/bench_coverage.py --only component`` measures
+low_passages]``, which holds whenever both do): the lower end when the generator's best or worst
+level is not surely apart from every other (``extremes_separated``, the spread's Bonferroni pairs at
+1 - alpha/2), the upper end when the passages' is not (``spread_difference_widened_for`` names
+them). The end away from the bias keeps the t interval, so a difference between factors whose
+levels stand apart keeps its power. ``benchmarks/bench_coverage.py --only component`` measures
 every interval and the test.
 
 Interaction. The additive model is tested against the full model (one strength per system): the
@@ -82,10 +84,6 @@ from polyrag.config.queries import component_cells, judge_contestants
 from polyrag.errors import DataError
 from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, critical_value, tournament_counts
 
-#: Fewer questions than this, and a factor whose spread may be 0: the difference of spreads' interval
-#: held its truth 0.925 of the time at 12 questions (0.950-0.960 at 30), its misses toward 0, and
-#: the summary says so (``coverage_notes``; docs/intervals.md).
-FEW_QUESTIONS = 30
 #: The two factors, in the order of the table and of the design's columns.
 PASSAGES, GENERATOR = "passages", "generator"
 FACTORS = (PASSAGES, GENERATOR)
@@ -410,8 +408,8 @@ def spreads(fit: AdditiveFit, confidence: float = 0.95) -> dict:
     """Each factor's spread (plug-in and bias-corrected) with its interval, and the difference of
     the bias-corrected spreads, generator minus passages, with the arena's t-corrected interval over
     the same tournaments (at the fewest questions of a level), each end widened to the two spreads'
-    simultaneous bound where the factor whose upward bias threatens it may have no effect (its
-    spread interval at 1 - alpha/2 holds 0); see the module docstring."""
+    simultaneous bound where the factor whose upward bias threatens it has a best or worst level
+    not surely apart from the others (``extremes_separated``); see the module docstring."""
     summary, draws, halves, separated = {}, {}, {}, {}
     for factor in FACTORS:
         part = fit.factor(factor)
@@ -449,11 +447,19 @@ def coverage_notes(summary: dict, design: Design) -> list[str]:
     if summary["n_questions"] < MIN_BOOTSTRAP_QUESTIONS:
         notes.append(f"{summary['n_questions']} questions: a question bootstrap's intervals are not reliable below "
                      f"{MIN_BOOTSTRAP_QUESTIONS}")
-    elif summary["n_questions"] < FEW_QUESTIONS and min(summary[f"spread_{f}_ci_low"] for f in FACTORS) == 0:
-        notes.append(f"{summary['n_questions']} questions and a factor whose spread may be 0: the difference's interval "
-                     "may sit below the truth (at 12 questions it held a 95% level's truth 0.925 of the time, never on "
-                     "the wrong side of 0), so the verdict leans toward 'cannot tell'")
+    notes += [widened_note(factor) for factor in summary.get("spread_difference_widened_for", [])]
     return notes
+
+
+def widened_note(factor: str) -> str:
+    """Why one end of the difference's interval is widened, on the side ``factor``'s bias pushes:
+    a generator's range biased upward pulls the difference (generator minus passages) up, so the
+    t interval may sit above the truth and its lower end is widened; the passages' pull it down."""
+    whose, pull, side, end = (("the generator's", "up", "above", "lower") if factor == GENERATOR else
+                              ("the passages'", "down", "below", "upper"))
+    return (f"{whose} best or worst level is not surely apart from the others, so its spread is biased upward "
+            f"and pulls the difference (generator minus passages) {pull}: a t interval would sit {side} the truth, so "
+            f"its {end} end is widened to the two spreads' simultaneous bound (conservative on that side)")
 
 
 def verdict(summary: dict) -> str:

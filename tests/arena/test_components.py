@@ -241,23 +241,39 @@ def test_the_report_note_and_the_table_read_back(tmp_path):
 
 
 def test_the_summary_notes_where_its_intervals_are_not_what_their_level_says():
-    """bench_coverage measured the generator's 3-level spread interval conservative (0.965-1.000) and
-    the difference's under 0.95 (0.925) at 12 questions with a factor without effect: the summary
-    (components.json, the report's line and make demo's) says so there, and only there."""
+    """bench_coverage measured the generator's 3-level spread interval conservative (0.965-1.000);
+    where the difference's interval is widened, the note says on which side and why, its direction
+    following the factor: passages without effect pull the difference (generator minus passages)
+    down, generators without effect pull it up. The summary (components.json, the report's line and
+    make demo's) says so there, and only there."""
     rng = np.random.default_rng(13)
     without_effect = additive(CELLS, {"p0": 0.0, "p1": 0.0}, GENERATORS)
     _, few = C.component_effects(simulate_clustered_games(without_effect, 12, rng), CELLS, 0.01, 60, rng)
-    assert few["spread_passages_ci_low"] == 0
-    [three_levels, toward_zero] = few["notes"]
+    assert few["spread_passages_ci_low"] == 0 and "passages" in few["spread_difference_widened_for"]
+    three_levels, *widened = few["notes"]
     assert three_levels.startswith("the generator spread's interval is conservative with 3 levels (Bonferroni over their 3 pairs")
-    assert toward_zero.startswith("12 questions and a factor whose spread may be 0: the difference's interval may sit below")
-    assert f"Note: {toward_zero}." in C.report_note(few | {"judge": "j", "languages": ["en"]})
+    passages_note = ("the passages' best or worst level is not surely apart from the others, so its spread is biased "
+                     "upward and pulls the difference (generator minus passages) down: a t interval would sit below the "
+                     "truth, so its upper end is widened to the two spreads' simultaneous bound (conservative on that side)")
+    assert passages_note in widened and len(widened) == len(few["spread_difference_widened_for"])
+    assert f"Note: {passages_note}." in C.report_note(few | {"judge": "j", "languages": ["en"]})
+    assert not any("sit below the truth (at" in note for note in few["notes"])
+
+    null_generators = additive(SIX_BY_TWO, {"p0": 0.6, "p1": -0.6}, {f"g{k}": 0.0 for k in range(6)})
+    _, flat = C.component_effects(simulate_clustered_games(null_generators, 30, rng, answer_sd=0.3), SIX_BY_TWO,
+                                  0.01, 60, rng)
+    assert flat["spread_difference_widened_for"] == ["generator"]
+    assert flat["notes"][-1] == ("the generator's best or worst level is not surely apart from the others, so its "
+                                 "spread is biased upward and pulls the difference (generator minus passages) up: a t "
+                                 "interval would sit above the truth, so its lower end is widened to the two spreads' "
+                                 "simultaneous bound (conservative on that side)")
+
     two_by_two = crossed(["g0", "g1"], ["p0", "p1"])
     strong = additive(two_by_two, {"p0": 0.6, "p1": -0.6}, {"g0": 0.8, "g1": -0.8})
     _, many = C.component_effects(simulate_clustered_games(strong, 30, rng), two_by_two, 0.01, 60, rng)
     assert many["notes"] == [] and "Note:" not in C.report_note(many | {"judge": "j", "languages": ["en"]})
     _, tiny = C.component_effects(simulate_clustered_games(strong, 6, rng), two_by_two, 0.01, 60, rng)
-    assert tiny["notes"] == ["6 questions: a question bootstrap's intervals are not reliable below 10"]
+    assert tiny["notes"][0] == "6 questions: a question bootstrap's intervals are not reliable below 10"
 
 
 def test_the_spread_interval_is_the_folded_interval_of_two_levels_difference():
