@@ -153,6 +153,17 @@ def source_digests_param(step, roots, digests, working_dir):
     return files_read
 
 
+# Params that say where a cache lives, never what a job writes (every cache is keyed by content):
+# Snakemake does not compare them, so a run copied beside its old cache, or a cache moved, reruns nothing.
+LOCATIONS = {"cache_dir"}
+
+
+def uncompared(value):
+    """``value`` as a param Snakemake does not compare: a function of the job's input (Snakemake
+    leaves such params out of its rerun decision, as they follow from the files)."""
+    return lambda wildcards, input: value
+
+
 def canonical_params(all_rules):
     """Every rule's params as Snakemake compares them (docs/configuration.md, "What reruns a job"):
     dicts with sorted keys and paths relative to the working directory, plus the content digests of
@@ -164,6 +175,9 @@ def canonical_params(all_rules):
     for step in all_rules:
         for index, item in enumerate(step.params):
             step.params[index] = canonical_param(item, working_dir)
+        for name, (index, _) in step.params._get_names():
+            if name in LOCATIONS and not callable(step.params[index]):
+                step.params[index] = uncompared(step.params[index])
         step.params._take_names(list(step.params._get_names()))  # a named param is read by its name
         if step.input:
             step.set_params(source_digests=source_digests_param(step, roots, digests, working_dir))

@@ -2,7 +2,7 @@
 
 Snakemake (9.x) stores ``repr`` of each param of a job (those not computed from its input or output
 files) in ``.snakemake/metadata`` and reruns the job when that text changes. ``canonical`` gives a
-value whose text depends only on its meaning: mapping keys sorted (at every depth) and paths inside
+value whose text depends only on its meaning: mapping keys sorted in its text (at every depth) and paths inside
 the working directory relative to it. The same settings in another key order, or the working
 directory copied elsewhere, then give the same text. ``FileDigests`` gives the SHA-256 of the files
 a job reads that the workflow does not write (a user's corpus, answers, passages): a file whose
@@ -42,12 +42,22 @@ def relative_path(value: str, workdir: str | Path) -> str:
     return value
 
 
+class CanonicalDict(dict):
+    """A dict whose text lists its keys sorted, while it keeps the config's order for whoever
+    iterates it: Snakemake compares the text, a script reads the order the user wrote (the
+    languages of a summary, the columns of a table)."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{key!r}: {self[key]!r}" for key in sorted(self, key=_key_order)) + "}"
+
+
 def canonical(value: Any, workdir: str | Path) -> Any:
-    """``value`` with every mapping's keys in sorted order and every path inside ``workdir`` relative
-    to it (lists keep their order: it is part of their meaning). Plain dicts, lists and strings come
-    back, so a script reads the value as before."""
+    """``value`` whose text has every mapping's keys in sorted order and every path inside
+    ``workdir`` relative to it (lists keep their order: it is part of their meaning). Dicts (as
+    :class:`CanonicalDict`, in their own order), lists and strings come back, so a script reads the
+    value as before."""
     if isinstance(value, dict):
-        return {key: canonical(value[key], workdir) for key in sorted(value, key=_key_order)}
+        return CanonicalDict((key, canonical(item, workdir)) for key, item in value.items())
     if type(value) in (list, tuple):
         return type(value)(canonical(item, workdir) for item in value)
     if isinstance(value, PurePath):

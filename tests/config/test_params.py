@@ -21,7 +21,17 @@ def test_the_same_settings_in_any_key_order_have_one_text(tmp_path):
 
 
 def test_keys_of_mixed_types_are_ordered_without_comparing_a_number_to_text(tmp_path):
-    assert list(canonical({"b": 1, 2: 0, "a": 3, 1: 4}, tmp_path)) == [1, 2, "a", "b"]
+    assert repr(canonical({"b": 1, 2: 0, "a": 3, 1: 4}, tmp_path)) == "{1: 4, 2: 0, 'a': 3, 'b': 1}"
+
+
+def test_a_script_iterates_the_keys_in_the_order_the_config_wrote_them(tmp_path):
+    """Only the text Snakemake compares is sorted: the languages of a summary, the columns of a
+    table follow the config's order."""
+    value = canonical({"en": ["a"], "de": {"z": 1, "b": 2}}, tmp_path)
+    assert list(value) == ["en", "de"] and list(value["de"]) == ["z", "b"]
+    assert repr(value) == "{'de': {'b': 2, 'z': 1}, 'en': ['a']}"
+    import pickle  # Snakemake hands params to a script pickled
+    assert list(pickle.loads(pickle.dumps(value))) == ["en", "de"]
 
 
 def test_paths_inside_the_working_directory_are_relative_and_others_are_kept(tmp_path):

@@ -101,10 +101,13 @@ def test_mirage_bench_at_20_models_and_18_languages_submits_a_few_hundred_jobs(r
 
 
 def documented_cluster_commands(repo) -> list[str]:
-    """The snakemake commands of the README's cluster section and of the configs' and profiles' headers."""
-    section = (repo / "README.md").read_text().split("## On a cluster")[1].split("\n## ")[0]
-    commands = [line.split("  #")[0].strip() for block in section.split("```bash")[1:]
-                for line in block.split("```")[0].splitlines() if line.startswith("snakemake")]
+    """The snakemake commands of the README's cluster section, of docs/cluster.md and of the configs'
+    and profiles' headers."""
+    sections = [(repo / "README.md").read_text().split("## On a cluster")[1].split("\n## ")[0],
+                (repo / "docs" / "cluster.md").read_text()]
+    commands = list(dict.fromkeys(line.split("  #")[0].strip() for section in sections
+                                  for block in section.split("```bash")[1:]
+                                  for line in block.split("```")[0].splitlines() if line.startswith("snakemake")))
     for header in [*(repo / "configs").glob("*.yaml"), *(repo / "profiles").glob("*/config.yaml")]:
         commands += [line.lstrip("# ").split("  #")[0] for line in header.read_text().splitlines()
                      if line.lstrip("# ").startswith("snakemake ")]

@@ -78,7 +78,10 @@ def test_outputs_follow_the_contract(run):
             assert list(answers["query_id"]) == list(data["query_id"])
             # every system here is given its question's passages, copied whole into its answers
             assert (answers["passage_source"] == "question").all()
-            assert [list(p) for p in answers["passages"]] == [list(p) for p in data["passages"]]
+            # (with the mark only polyrag's own retrieval from a parallel corpus sets: none here)
+            assert [[{k: v for k, v in passage.items() if k != "parallel_docid"} for passage in p]
+                    for p in answers["passages"]] == [list(p) for p in data["passages"]]
+            assert all(passage["parallel_docid"] is None for p in answers["passages"] for passage in p)
     for model in config["models"]:  # one generation job per model: one log and one benchmark
         log = (workdir / "logs" / "generate" / f"{model}.log").read_text()
         unlogged = [lang for lang in config["languages"] if f"answering the {lang} questions" not in log]
@@ -135,7 +138,8 @@ def test_arena_tables_leaderboard_and_report(run, repo):
     assert list(board.columns) == ["model", "rank", "rank_style_controlled", "rank_best", "rank_worst", "mean_rank",
                                    "score", "ci_low", "ci_high", "score_style_controlled", "ci_low_style_controlled",
                                    "ci_high_style_controlled", "judged", "rank_en", "rank_hi", "mars_languages", *mars,
-                                   "generator", "passages", "retriever", "reranker", "top_k", "unjudged_citations"]
+                                   "generator", "passages", "retriever", "reranker", "top_k", "backend",
+                                   "unjudged_citations"]
     assert short.equals(board[short.columns])
     # every system is its own generator given its question's passages, whose citations are all judged
     assert board["generator"].tolist() == board["model"].tolist() and board["passages"].eq("question").all()
@@ -410,7 +414,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
     # the reference judge's games gathered per language; the surrogate one job for every language
     aggregate = {"gather_games": 2, "bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 1,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
-                 "checks": 1, "all": 1}
+                 "answers_browser": 1, "checks": 1, "all": 1}
     assert scheduled_jobs(dry.stdout) == {**per_model, "judge_pair": 3, "mars_scores": 2, **aggregate}
     outputs = {path for line in re.findall(r"^\s+output: (.+)$", dry.stdout, re.MULTILINE) for path in line.split(", ")}
     new_pairs = {f"results/judgments/reference/{lang}/{pair}.parquet" for lang in ("en", "hi")
@@ -426,7 +430,7 @@ def test_rerun_schedules_nothing_and_new_models_only_their_jobs(run, repo):
                                           "embedding_features": 1, "merge_features": 1, "feature_manifest": 1,
                                           "surrogate": 1,
                                           "mars_scores": 1, "leaderboard": 1, "leaderboard_table": 1,
-                                          "arena_plots": 1, "checks": 1, "all": 1}
+                                          "arena_plots": 1, "answers_browser": 1, "checks": 1, "all": 1}
     tiny_config(repo, workdir, mars=config["mars"], judges=config["judges"], checks=config["checks"], **config["models"])
 
 
@@ -610,7 +614,7 @@ def test_finetuning_adds_only_the_students_jobs_and_a_new_teacher_reruns_only_th
                  "merge_features": 1, "feature_manifest": 1, "mars_scores": 1}
     aggregate = {"gather_games": 2, "bradley_terry": 2, "judge_diagnostics": 2, "style_control": 2, "surrogate": 1,
                  "judge_agreement": 2, "judges_table": 1, "leaderboard": 1, "leaderboard_table": 1, "arena_plots": 1,
-                 "checks": 1, "all": 1}
+                 "answers_browser": 1, "checks": 1, "all": 1}
     dry = snakemake(repo, workdir, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     # The student and its control (sft-base): each model's jobs twice, and their pairs with the
