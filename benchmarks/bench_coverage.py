@@ -32,8 +32,10 @@ effect (``power``). Settings stress each estimator's assumptions:
   effects, each factor's spread and the difference of spreads, and the interaction test's
   rejection under additivity and power against one departing cell; 12 and 30 questions, games
   clustered by their answers, a 3 x 2 crossing full and with a cell missing, a factor without
-  effect. Anchors: the likelihood ratio with games as independent; percentile intervals of the
-  plug-in spreads.
+  effect; 6 generators without effect (or one 0.5 above five equal ones) x 2 passage sources at
+  30 and 60 questions. Anchors: the
+  likelihood ratio with games as independent; percentile intervals of the plug-in spreads; the t
+  interval of the bootstrap ranges' difference alone (the difference's interval polyrag widens).
 - Judge diagnostics (from ``bench_judge_statistics``): position consistency, first-position win
   rate, Cohen's kappa, self-preference, style-controlled logits and length coefficient.
 
@@ -665,12 +667,19 @@ def crossed_cells(generators: int, passages: int, missing: tuple = ()) -> dict[s
 COMPONENT_DESIGNS = {
     "3 generators x 2 passages": crossed_cells(3, 2),
     "3 generators x 2 passages, one cell missing": crossed_cells(3, 2, missing=(("p1", "g2"),)),
+    "6 generators x 2 passages": crossed_cells(6, 2),
 }
 COMPONENT_EFFECTS = {  # (passages effects, generator effects)
     "generator spread 1.6, passages 0.6": ({"p0": 0.3, "p1": -0.3}, {"g0": 0.8, "g1": 0.0, "g2": -0.8}),
     "passages without effect (spread 0), generator spread 1.6": ({"p0": 0.0, "p1": 0.0},
                                                                  {"g0": 0.8, "g1": 0.0, "g2": -0.8}),
     "no effect at all": ({"p0": 0.0, "p1": 0.0}, {"g0": 0.0, "g1": 0.0, "g2": 0.0}),
+    # many equal levels: their range's upward bias is largest (the generator is the null factor)
+    "generators without effect (spread 0), passages spread 0.8": ({"p0": 0.4, "p1": -0.4},
+                                                                  {f"g{k}": 0.0 for k in range(6)}),
+    # a small spread whose lowest level is five tied ones: the range stays biased without being 0
+    "one generator 0.5 above five equal ones, passages spread 0.8": (
+        {"p0": 0.4, "p1": -0.4}, {"g0": 0.5, **{f"g{k}": 0.0 for k in range(1, 6)}}),
 }
 # The power arena: one cell 1 logit better than its parts say, on the design's cycle (g2's lone cell
 # in the design with a cell missing would be absorbed by g2's own effect: no test can see it).
@@ -739,8 +748,9 @@ def components_cell(seed: int, design: str, effects: str, questions: int) -> dic
 def components_anchor_cell(seed: int, design: str, effects: str, questions: int) -> dict:
     """The estimators polyrag's replace, on the same arenas (same seed, same draws): the
     likelihood ratio of the additive against the full model with games as independent
-    (chi-square), and each factor's plug-in spread with the percentile interval of the bootstrap."""
-    from polyrag.arena.components import FACTORS, Design, fit_additive, fit_with_bootstrap, spread
+    (chi-square), each factor's plug-in spread with the percentile interval of the bootstrap, and the
+    difference of the bias-corrected spreads with the t interval of the tournaments' ranges alone."""
+    from polyrag.arena.components import FACTORS, Design, fit_additive, fit_with_bootstrap, spread, spread_with_interval
 
     rng = rng_for(seed, "bench_coverage", "components")
     cells = COMPONENT_DESIGNS[design]
@@ -750,12 +760,23 @@ def components_anchor_cell(seed: int, design: str, effects: str, questions: int)
     fit = fit_with_bootstrap(games, cells, 0.01, TOURNAMENTS, rng)
     truth = component_truth(design, effects)
     result = {"covered": np.nan, "width": np.nan}
+    true_spread, corrected = {}, {}
     for factor in FACTORS:
         part = fit.factor(factor)
         low, high = np.percentile(spread(fit.samples[:, part]), [2.5, 97.5])
-        true_spread = float(spread(truth[part]))
-        result |= {f"covered: spread ({factor}), true {true_spread:.2f}": low <= true_spread <= high,
-                   f"width: spread ({factor}), true {true_spread:.2f}": high - low}
+        true_spread[factor] = float(spread(truth[part]))
+        name = f"spread ({factor}), true {true_spread[factor]:.2f}"
+        result |= {f"covered: {name}": low <= true_spread[factor] <= high, f"width: {name}": high - low}
+        corrected[factor] = spread_with_interval(fit.effects[part], fit.samples[:, part], fit.level_questions[part],
+                                                 NOMINAL)[1]
+    # the difference's t interval of the tournaments' ranges, around the bias-corrected difference
+    difference = corrected["generator"] - corrected["passages"]
+    half = critical_value(int(fit.level_questions.min()), (1 - NOMINAL) / 2) * np.std(
+        spread(fit.samples[:, fit.factor("generator")]) - spread(fit.samples[:, fit.factor("passages")]), ddof=1)
+    truth_difference = true_spread["generator"] - true_spread["passages"]
+    name = f"spread difference (generator - passages), true {truth_difference:.2f}"
+    result |= {f"covered: {name}": abs(difference - truth_difference) <= half, f"width: {name}": 2 * half,
+               f"claimed: {name}": abs(difference) > half}
     interacting = simulate_clustered_games(component_strengths(design, effects, COMPONENT_INTERACTION), questions, rng,
                                            COMPONENT_ANSWER_SD, COMPONENT_TIES)
 
@@ -773,17 +794,24 @@ def components_anchor_cell(seed: int, design: str, effects: str, questions: int)
                          question_win_matrices(interacting, layout.systems)[1].sum(axis=0))}
 
 
-COMPONENTS_ANCHOR = "likelihood ratio (games independent); percentile interval of the plug-in spread"
+COMPONENTS_ANCHOR = ("likelihood ratio (games independent); percentile interval of the plug-in spread; t interval of "
+                     "the ranges' difference")
 
 
 def components_cells() -> list[tuple]:
     """The component effects (``polyrag.arena.components``): 12 and 30 questions, games clustered
     by question, the 3 x 2 crossing full and with one cell missing (df 2 and 1), a factor without
-    effect (its spread 0, where a plug-in range is biased upward), and no effect at all."""
+    effect (its spread 0, where a plug-in range is biased upward), and no effect at all; 6
+    generators without effect x 2 passage sources at 30 and 60 questions (six equal levels: the
+    largest upward bias of a range, on the generator's side), and one generator 0.5 above five
+    equal ones at 30 (a spread that is not 0 but still biased)."""
     cells = []
-    settings = [(design, effects, questions) for design in COMPONENT_DESIGNS for questions in (12, 30)
+    settings = [(design, effects, questions) for design in list(COMPONENT_DESIGNS)[:2] for questions in (12, 30)
                 for effects in list(COMPONENT_EFFECTS)[:2]]
     settings.append(("3 generators x 2 passages", "no effect at all", 12))
+    settings += [("6 generators x 2 passages", "generators without effect (spread 0), passages spread 0.8", questions)
+                 for questions in (30, 60)]
+    settings.append(("6 generators x 2 passages", "one generator 0.5 above five equal ones, passages spread 0.8", 30))
     for design, effects, questions in settings:
         setting = f"{design}, {effects}, {questions} questions, answer sd {COMPONENT_ANSWER_SD}, 10% ties"
         cells.append(("component effects", "polyrag", setting, components_cell,

@@ -18,9 +18,10 @@ def main() -> None:
                   f"({', '.join(sorted(set(detailed['mars_languages'].dropna())))})."
                   if "mars_languages" in detailed else "")
     sections = [
-        ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: the "
-         "ranks the intervals allow, jointly for all models (results/leaderboard.csv). These intervals say how sure "
-         "we are about the judge's preferences, not people's.",
+        ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: ranks "
+         "that hold jointly for all models at 95%, from simultaneous intervals of every two models' score difference "
+         "(Bonferroni over the pairs), not from the overlap of the intervals shown (results/leaderboard.csv). These "
+         "intervals say how sure we are about the judge's preferences, not people's.",
          read_table(sm.input.leaderboard)),
     ]
     if sm.input.label_anchored:

@@ -40,12 +40,21 @@ the largest |difference| of two levels, and every such difference gets the arena
 Bonferroni level over the factor's pairs (``spread_with_interval``; exact with two levels,
 conservative with more). The spread reported is bias-corrected by the bootstrap (twice the plug-in
 minus the mean over the tournaments, at least 0), the plug-in beside it. The verdict compares the
-two spreads by the interval of their difference (generator minus passages, t-corrected over the
-same tournaments) and says which factor moves the ranking more only when that interval excludes 0,
-else that the data cannot tell. Where one factor has no effect at all, its spread is still biased
-upward and the difference's interval sits low (it held the difference 0.91 of the time with 12
-questions and 3 levels, never on the wrong side of 0): the verdict is then conservative.
-``benchmarks/bench_coverage.py --only component`` measures every interval and the test.
+two spreads by the interval of their difference (generator minus passages) and says which factor
+moves the ranking more only when that interval excludes 0, else that the data cannot tell. The
+difference's interval starts as the t interval of the tournaments' ranges' difference around the
+bias-corrected difference; it fails where a factor's best or worst level is close to another (a
+range over near-equal effects keeps an upward bias the correction does not remove: six generators
+without effect beside passages of spread 0.64 gave an interval holding the truth 0.75 of the time,
+one generator 0.5 above five equal ones 0.91, every miss on the side the bias pushes). So each end
+that a factor's bias threatens is widened to the projection of the two spreads' simultaneous
+intervals (each at 1 - alpha/2: ``[low_generator - high_passages, high_generator -
+low_passages]``, which holds whenever both do): the lower end when the generator's best or worst
+level is not surely apart from every other (``extremes_separated``, the spread's Bonferroni pairs at
+1 - alpha/2), the upper end when the passages' is not (``spread_difference_widened_for`` names
+them). The end away from the bias keeps the t interval, so a difference between factors whose
+levels stand apart keeps its power. ``benchmarks/bench_coverage.py --only component`` measures
+every interval and the test.
 
 Interaction. The additive model is tested against the full model (one strength per system): the
 interaction is the part of the systems' strengths outside the additive space, ``C theta`` with C an
@@ -57,7 +66,8 @@ and Hotelling's small-sample F(df, q - df) for a covariance estimated from q clu
 (the bipartite graph of the design has no cycle, e.g. 2 x 2 with a cell missing: each system is the
 only link between its passages and its generator) the additive model fits every system exactly and
 no test is possible; two systems in one cell make a cycle (the test then also asks whether they
-are equal).
+are equal). Nor is one possible with no more questions (with a valid game) than df: Hotelling's
+F(df, q - df) needs q > df.
 """
 
 from __future__ import annotations
@@ -74,16 +84,18 @@ from polyrag.config.queries import component_cells, judge_contestants
 from polyrag.errors import DataError
 from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, critical_value, tournament_counts
 
-#: Fewer questions than this, and a factor whose spread may be 0: the difference of spreads' interval
-#: held its truth 0.925 of the time at 12 questions (0.950-0.960 at 30), its misses toward 0, and
-#: the summary says so (``coverage_notes``; docs/intervals.md).
-FEW_QUESTIONS = 30
 #: The two factors, in the order of the table and of the design's columns.
 PASSAGES, GENERATOR = "passages", "generator"
 FACTORS = (PASSAGES, GENERATOR)
 TABLE_COLUMNS = ["factor", "level", "effect", "ci_low", "ci_high", "n_systems", "questions", "systems"]
 NO_TEST = ("no test possible: the systems' (passages, generator) pairs form no cycle (each system is the only link "
            "between its passages and its generator), so the additive model fits every system exactly")
+
+
+def too_few_questions(questions: int, df: int) -> str:
+    """The interaction test's other empty case: Hotelling's F(df, q - df) needs more questions than contrasts."""
+    return (f"no test possible: {questions} questions with a valid game for {df} interaction contrasts (the "
+            "question-clustered test needs more questions than contrasts)")
 
 
 # --- the design ------------------------------------------------------------------------------
@@ -259,6 +271,25 @@ def spread_with_interval(point: np.ndarray, samples: np.ndarray, level_questions
     return plug_in, corrected, low, high
 
 
+def extremes_separated(point: np.ndarray, samples: np.ndarray, level_questions: np.ndarray,
+                       confidence: float) -> bool:
+    """Whether the best level is surely above every other and the worst surely below every other
+    (each pair's difference by the Bonferroni interval of ``spread_with_interval`` at ``confidence``).
+    Only then is the range a smooth function of the effects near them, and the t interval of the
+    tournaments' ranges trustworthy: a level close to the best or the worst (levels without effect
+    above all) leaves the range biased upward."""
+    first, second = np.triu_indices(len(point), k=1)
+    if not len(first):
+        return True
+    half = (critical_value(np.minimum(level_questions[first], level_questions[second]),
+                           (1 - confidence) / (2 * len(first)))
+            * (samples[:, first] - samples[:, second]).std(axis=0, ddof=1))
+    apart = np.abs(point[first] - point[second]) > half
+    best, worst = int(np.argmax(point)), int(np.argmin(point))
+    touches_an_extreme = np.isin(first, [best, worst]) | np.isin(second, [best, worst])
+    return bool(apart[touches_an_extreme].all())
+
+
 # --- the interaction test --------------------------------------------------------------------
 
 def clustered_covariance(logits: np.ndarray, question_wins: np.ndarray, regularization: float) -> np.ndarray:
@@ -288,8 +319,7 @@ def interaction_test(question_wins: np.ndarray, design: Design, regularization: 
     q = int(((question_wins + question_wins.transpose(0, 2, 1)).sum(axis=(1, 2)) > 0).sum())
     if q <= df:
         return base | {"interaction_statistic": None, "interaction_df_denominator": None,
-                       "interaction_p_value": None,
-                       "interaction_note": f"no test possible: {q} questions for {df} interaction contrasts"}
+                       "interaction_p_value": None, "interaction_note": too_few_questions(q, df)}
     logits = fit_logits(question_wins.sum(axis=0), regularization)
     basis = design.interaction_basis()
     contrast = basis @ logits
@@ -377,20 +407,32 @@ def component_effects(games: pd.DataFrame, cells: dict[str, tuple[str, str]], re
 def spreads(fit: AdditiveFit, confidence: float = 0.95) -> dict:
     """Each factor's spread (plug-in and bias-corrected) with its interval, and the difference of
     the bias-corrected spreads, generator minus passages, with the arena's t-corrected interval over
-    the same tournaments (at the fewest questions of a level); see the module docstring."""
-    summary, draws = {}, {}
+    the same tournaments (at the fewest questions of a level), each end widened to the two spreads'
+    simultaneous bound where the factor whose upward bias threatens it has a best or worst level
+    not surely apart from the others (``extremes_separated``); see the module docstring."""
+    summary, draws, halves, separated = {}, {}, {}, {}
     for factor in FACTORS:
         part = fit.factor(factor)
-        plug_in, corrected, low, high = spread_with_interval(fit.effects[part], fit.samples[:, part],
-                                                             fit.level_questions[part], confidence)
+        arguments = fit.effects[part], fit.samples[:, part], fit.level_questions[part]
+        plug_in, corrected, low, high = spread_with_interval(*arguments, confidence)
         summary |= {f"spread_{factor}": corrected, f"spread_{factor}_ci_low": low, f"spread_{factor}_ci_high": high,
                     f"spread_{factor}_plug_in": plug_in}
         draws[factor] = spread(fit.samples[:, part])
+        # each factor's interval at 1 - alpha/2: both hold at once at 1 - alpha (Bonferroni over the two)
+        halves[factor] = spread_with_interval(*arguments, 1 - (1 - confidence) / 2)[2:]
+        separated[factor] = extremes_separated(*arguments, 1 - (1 - confidence) / 2)
     difference = summary[f"spread_{GENERATOR}"] - summary[f"spread_{PASSAGES}"]
-    low, high = bootstrap_interval(np.array([difference]), (draws[GENERATOR] - draws[PASSAGES])[:, None],
-                                   int(fit.level_questions.min()), confidence)
-    return summary | {"spread_difference": difference, "spread_difference_ci_low": float(low[0]),
-                      "spread_difference_ci_high": float(high[0])}
+    low, high = (float(end[0]) for end in bootstrap_interval(
+        np.array([difference]), (draws[GENERATOR] - draws[PASSAGES])[:, None], int(fit.level_questions.min()),
+        confidence))
+    (generator_low, generator_high), (passages_low, passages_high) = halves[GENERATOR], halves[PASSAGES]
+    widened = []
+    if not separated[GENERATOR]:  # the generator's range may be biased upward: it pulls the t interval up
+        low, widened = min(low, generator_low - passages_high), widened + [GENERATOR]
+    if not separated[PASSAGES]:  # the passages' range may be: it pulls the t interval down
+        high, widened = max(high, generator_high - passages_low), widened + [PASSAGES]
+    return summary | {"spread_difference": min(max(difference, low), high), "spread_difference_ci_low": low,
+                      "spread_difference_ci_high": high, "spread_difference_widened_for": widened}
 
 
 def coverage_notes(summary: dict, design: Design) -> list[str]:
@@ -405,11 +447,19 @@ def coverage_notes(summary: dict, design: Design) -> list[str]:
     if summary["n_questions"] < MIN_BOOTSTRAP_QUESTIONS:
         notes.append(f"{summary['n_questions']} questions: a question bootstrap's intervals are not reliable below "
                      f"{MIN_BOOTSTRAP_QUESTIONS}")
-    elif summary["n_questions"] < FEW_QUESTIONS and min(summary[f"spread_{f}_ci_low"] for f in FACTORS) == 0:
-        notes.append(f"{summary['n_questions']} questions and a factor whose spread may be 0: the difference's interval "
-                     "may sit below the truth (at 12 questions it held a 95% level's truth 0.925 of the time, never on "
-                     "the wrong side of 0), so the verdict leans toward 'cannot tell'")
+    notes += [widened_note(factor) for factor in summary.get("spread_difference_widened_for", [])]
     return notes
+
+
+def widened_note(factor: str) -> str:
+    """Why one end of the difference's interval is widened, on the side ``factor``'s bias pushes:
+    a generator's range biased upward pulls the difference (generator minus passages) up, so the
+    t interval may sit above the truth and its lower end is widened; the passages' pull it down."""
+    whose, pull, side, end = (("the generator's", "up", "above", "lower") if factor == GENERATOR else
+                              ("the passages'", "down", "below", "upper"))
+    return (f"{whose} best or worst level is not surely apart from the others, so its spread is biased upward "
+            f"and pulls the difference (generator minus passages) {pull}: a t interval would sit {side} the truth, so "
+            f"its {end} end is widened to the two spreads' simultaneous bound (conservative on that side)")
 
 
 def verdict(summary: dict) -> str:
@@ -447,9 +497,19 @@ def report_note(summary: dict) -> str:
     verdict_line = summary["verdict"][0].upper() + summary["verdict"][1:]
     notes = "".join(f" Note: {note}." for note in summary.get("notes", []))
     return (f"{verdict_line}. Interaction: {summary['interaction_note']}{test}. "
-            f"Judge {summary['judge']}, {summary['n_questions']} questions in {', '.join(summary['languages'])}; a "
-            "system's strength is its passages' effect plus its generator's (logits, 95% intervals; spreads "
-            f"bias-corrected; docs/arena.md).{notes}")
+            f"Judge {summary['judge']}, {summary['n_questions']} questions in {', '.join(summary['languages'])}; "
+            f"{model_sentence(summary)} (logits, 95% intervals; spreads bias-corrected; docs/arena.md).{notes}")
+
+
+def model_sentence(summary: dict) -> str:
+    """What the effects are: the model itself where the interaction test does not reject it, only its
+    additive approximation where it does."""
+    p_value = summary["interaction_p_value"]
+    if p_value is not None and p_value < 0.05:
+        return ("the interaction test rejects additivity, so the effects are only an additive approximation: a "
+                "system's strength is not its passages' effect plus its generator's, and each effect is an average "
+                "over the crossings")
+    return "the model takes a system's strength to be its passages' effect plus its generator's"
 
 
 def crossed_systems(config: dict, judge: str) -> dict[str, tuple[str, str]]:

@@ -241,23 +241,39 @@ def test_the_report_note_and_the_table_read_back(tmp_path):
 
 
 def test_the_summary_notes_where_its_intervals_are_not_what_their_level_says():
-    """bench_coverage measured the generator's 3-level spread interval conservative (0.965-1.000) and
-    the difference's under 0.95 (0.925) at 12 questions with a factor without effect: the summary
-    (components.json, the report's line and make demo's) says so there, and only there."""
+    """bench_coverage measured the generator's 3-level spread interval conservative (0.965-1.000);
+    where the difference's interval is widened, the note says on which side and why, its direction
+    following the factor: passages without effect pull the difference (generator minus passages)
+    down, generators without effect pull it up. The summary (components.json, the report's line and
+    make demo's) says so there, and only there."""
     rng = np.random.default_rng(13)
     without_effect = additive(CELLS, {"p0": 0.0, "p1": 0.0}, GENERATORS)
     _, few = C.component_effects(simulate_clustered_games(without_effect, 12, rng), CELLS, 0.01, 60, rng)
-    assert few["spread_passages_ci_low"] == 0
-    [three_levels, toward_zero] = few["notes"]
+    assert few["spread_passages_ci_low"] == 0 and "passages" in few["spread_difference_widened_for"]
+    three_levels, *widened = few["notes"]
     assert three_levels.startswith("the generator spread's interval is conservative with 3 levels (Bonferroni over their 3 pairs")
-    assert toward_zero.startswith("12 questions and a factor whose spread may be 0: the difference's interval may sit below")
-    assert f"Note: {toward_zero}." in C.report_note(few | {"judge": "j", "languages": ["en"]})
+    passages_note = ("the passages' best or worst level is not surely apart from the others, so its spread is biased "
+                     "upward and pulls the difference (generator minus passages) down: a t interval would sit below the "
+                     "truth, so its upper end is widened to the two spreads' simultaneous bound (conservative on that side)")
+    assert passages_note in widened and len(widened) == len(few["spread_difference_widened_for"])
+    assert f"Note: {passages_note}." in C.report_note(few | {"judge": "j", "languages": ["en"]})
+    assert not any("sit below the truth (at" in note for note in few["notes"])
+
+    null_generators = additive(SIX_BY_TWO, {"p0": 0.6, "p1": -0.6}, {f"g{k}": 0.0 for k in range(6)})
+    _, flat = C.component_effects(simulate_clustered_games(null_generators, 30, rng, answer_sd=0.3), SIX_BY_TWO,
+                                  0.01, 60, rng)
+    assert flat["spread_difference_widened_for"] == ["generator"]
+    assert flat["notes"][-1] == ("the generator's best or worst level is not surely apart from the others, so its "
+                                 "spread is biased upward and pulls the difference (generator minus passages) up: a t "
+                                 "interval would sit above the truth, so its lower end is widened to the two spreads' "
+                                 "simultaneous bound (conservative on that side)")
+
     two_by_two = crossed(["g0", "g1"], ["p0", "p1"])
     strong = additive(two_by_two, {"p0": 0.6, "p1": -0.6}, {"g0": 0.8, "g1": -0.8})
     _, many = C.component_effects(simulate_clustered_games(strong, 30, rng), two_by_two, 0.01, 60, rng)
     assert many["notes"] == [] and "Note:" not in C.report_note(many | {"judge": "j", "languages": ["en"]})
     _, tiny = C.component_effects(simulate_clustered_games(strong, 6, rng), two_by_two, 0.01, 60, rng)
-    assert tiny["notes"] == ["6 questions: a question bootstrap's intervals are not reliable below 10"]
+    assert tiny["notes"][0] == "6 questions: a question bootstrap's intervals are not reliable below 10"
 
 
 def test_the_spread_interval_is_the_folded_interval_of_two_levels_difference():
@@ -286,3 +302,135 @@ def test_the_spread_interval_holds_a_spread_of_zero_where_the_plug_in_interval_d
         plug_in_held.append(C.spread(point) - critical_value(20, 0.025) * ranges.std(ddof=1) <= 0)
     assert np.mean(held) >= binom.ppf(0.001, 1000, 0.95) / 1000, np.mean(held)
     assert np.mean(plug_in_held) < 0.9
+
+
+SIX_BY_TWO = crossed([f"g{k}" for k in range(6)], ["p0", "p1"])
+
+
+def normal_fit(truth: np.ndarray, se: np.ndarray, rng, questions: int = 30) -> C.AdditiveFit:
+    """A fit of the 6 generators x 2 passages design whose effects and 200 bootstrap draws are
+    normal around the truth (effects first as ``Design.levels``: passages, then generators)."""
+    point = C.centre_by_factor(truth + rng.normal(0, se), 2)
+    samples = C.centre_by_factor(point + rng.normal(0, se, (200, len(truth))), 2)
+    return C.AdditiveFit(C.Design.of(SIX_BY_TWO), [], np.zeros(0), point, samples, np.full(len(truth), questions))
+
+
+def test_the_spread_difference_interval_holds_when_six_generators_have_no_effect():
+    """Six generators without effect beside two passage sources 0.64 apart (the truth -0.64), 30
+    questions: the range of six equal effects keeps an upward bias the bootstrap correction leaves,
+    and the t interval of the tournaments' ranges alone held the truth 0.82 of the time here (0.75 in
+    bench_coverage's arenas), every miss toward 0. The interval reported holds it at least 95% of the
+    time (within the binomial 99.9% band of 1,000 draws)."""
+    rng = np.random.default_rng(16)
+    truth = np.array([0.32, -0.32, 0, 0, 0, 0, 0, 0])
+    se = np.array([0.06, 0.06] + [0.12] * 6)
+    held, t_interval_held, t_interval_misses_toward_zero = [], [], []
+    for _ in range(1000):
+        fit = normal_fit(truth, se, rng)
+        summary = C.spreads(fit)
+        held.append(summary["spread_difference_ci_low"] <= -0.64 <= summary["spread_difference_ci_high"])
+        ranges = C.spread(fit.samples[:, 2:]) - C.spread(fit.samples[:, :2])
+        half = critical_value(30, 0.025) * ranges.std(ddof=1)
+        estimate = summary["spread_generator"] - summary["spread_passages"]
+        t_interval_held.append(abs(estimate + 0.64) <= half)
+        t_interval_misses_toward_zero.append(estimate - half > -0.64)
+    assert np.mean(held) >= binom.ppf(0.001, 1000, 0.95) / 1000, np.mean(held)
+    assert np.mean(t_interval_held) < 0.9
+    assert np.sum(t_interval_misses_toward_zero) == 1000 - np.sum(t_interval_held)
+
+
+def test_the_spread_difference_interval_holds_a_small_spread_over_levels_mostly_tied():
+    """One generator 0.25 above five equal ones (true spread 0.25, not 0, yet the range of the five
+    tied ones still biases it upward), passages 0.64 apart: the interval holds -0.39 at least 95%
+    of the time. Widening only where a spread may be 0 held it 0.89 of the time in bench_coverage's
+    arenas (one generator 0.25 above, 30 questions): the widening follows whether the best and worst
+    levels are surely apart from the others."""
+    rng = np.random.default_rng(20)
+    truth = np.array([0.32, -0.32, 0.25, 0, 0, 0, 0, 0])
+    se = np.array([0.06, 0.06] + [0.12] * 6)
+    held = []
+    for _ in range(1000):
+        summary = C.spreads(normal_fit(truth, se, rng))
+        held.append(summary["spread_difference_ci_low"] <= 0.25 - 0.64 <= summary["spread_difference_ci_high"])
+    assert np.mean(held) >= binom.ppf(0.001, 1000, 0.95) / 1000, np.mean(held)
+
+
+def test_extremes_are_separated_only_when_the_best_and_worst_levels_are_surely_apart_from_every_other():
+    rng = np.random.default_rng(21)
+    questions = np.full(3, 30)
+
+    def separated(point):
+        return C.extremes_separated(np.array(point), np.array(point) + rng.normal(0, 0.05, (200, 3)), questions, 0.975)
+
+    assert separated([1.0, 0.0, -1.0]) and separated([0.5, -0.5, -0.52]) is False
+    assert separated([0.01, 0.0, -1.0]) is False  # the best is tied with the middle one
+    assert C.extremes_separated(np.array([0.3]), np.zeros((200, 1)), np.array([30]), 0.975)  # one level
+
+
+def spread_bounds_by_hand(point: np.ndarray, samples: np.ndarray, questions: int, tail: float) -> tuple[float, float]:
+    """The spread's simultaneous bounds written out pair by pair: Bonferroni over the pairs."""
+    pairs = [(i, j) for i in range(len(point)) for j in range(i + 1, len(point))]
+    low, high = 0.0, 0.0
+    for i, j in pairs:
+        half = critical_value(questions, tail / len(pairs)) * (samples[:, i] - samples[:, j]).std(ddof=1)
+        low, high = max(low, abs(point[i] - point[j]) - half), max(high, abs(point[i] - point[j]) + half)
+    return low, high
+
+
+@pytest.mark.parametrize("null_factor, generator_effects", [
+    ("generator", [0, 0, 0, 0, 0, 0]), ("generator", [0.8, 0, 0, 0, 0, 0]),
+    ("passages", [1.0, 0.6, 0.2, -0.2, -0.6, -1.0])])
+def test_the_spread_difference_interval_widens_only_the_end_a_biased_factor_threatens(null_factor, generator_effects):
+    """A generator whose best or worst level is not surely apart from the others (all equal, or one
+    0.8 above five tied ones: its spread surely not 0) has a range biased upward, which pulls the
+    difference up: its lower end becomes the two spreads' simultaneous bound (each at 97.5%: low
+    generator - high passages). A null passages factor pulls it down: its upper end becomes high
+    generator - low passages. The other end stays the t interval of the tournaments' ranges around
+    the bias-corrected difference."""
+    rng = np.random.default_rng(18)
+    passages_effects, passages_se = ([0.6, -0.6], 0.05) if null_factor == "generator" else ([0.0, 0.0], 0.1)
+    truth = np.array(passages_effects + generator_effects, dtype=float)
+    se = np.array([passages_se] * 2 + [0.1 if null_factor == "generator" else 0.05] * 6)
+    fit = normal_fit(truth, se, rng)
+    summary = C.spreads(fit)
+    passages = spread_bounds_by_hand(fit.effects[:2], fit.samples[:, :2], 30, 0.0125)
+    generator = spread_bounds_by_hand(fit.effects[2:], fit.samples[:, 2:], 30, 0.0125)
+    estimate = summary["spread_generator"] - summary["spread_passages"]
+    half = critical_value(30, 0.025) * (C.spread(fit.samples[:, 2:]) - C.spread(fit.samples[:, :2])).std(ddof=1)
+    assert summary["spread_difference_widened_for"] == [null_factor]
+    if null_factor == "generator":
+        assert passages[0] > 0 and (generator[0] == 0) == (max(generator_effects) == 0)
+        expected = (min(estimate - half, generator[0] - passages[1]), estimate + half)
+    else:
+        assert passages[0] == 0 and generator[0] > 0
+        expected = (estimate - half, max(estimate + half, generator[1] - passages[0]))
+    assert (summary["spread_difference_ci_low"], summary["spread_difference_ci_high"]) == pytest.approx(expected)
+    assert expected[0] < estimate - half or expected[1] > estimate + half  # the widening moved an end
+    assert expected[0] <= summary["spread_difference"] <= expected[1]
+
+
+def test_the_report_line_calls_the_effects_an_approximation_where_the_interaction_test_rejects_additivity():
+    rng = np.random.default_rng(18)
+    strengths = additive(CELLS, PASSAGES, GENERATORS, interaction={"g2_p1": 2.0})
+    _, summary = C.component_effects(simulate_clustered_games(strengths, 30, rng, answer_sd=0.3), CELLS, 0.01, 30, rng)
+    assert summary["interaction_p_value"] < 0.05
+    note = C.report_note(summary | {"judge": "j", "languages": ["en"]})
+    assert ("the interaction test rejects additivity, so the effects are only an additive approximation: a system's "
+            "strength is not its passages' effect plus its generator's, and each effect is an average over the "
+            "crossings (logits, 95% intervals") in note
+    assert "a system's strength is its passages' effect plus" not in note
+    _, additive_summary = C.component_effects(simulate_clustered_games(additive(CELLS, PASSAGES, GENERATORS), 30, rng),
+                                              CELLS, 0.01, 30, rng)
+    assert additive_summary["interaction_p_value"] >= 0.05
+    assert ("the model takes a system's strength to be its passages' effect plus its generator's (logits"
+            in C.report_note(additive_summary | {"judge": "j", "languages": ["en"]}))
+
+
+def test_the_interaction_test_says_why_there_is_none_with_no_more_questions_than_contrasts():
+    rng = np.random.default_rng(19)
+    games = simulate_clustered_games(additive(CELLS, PASSAGES, GENERATORS), 2, rng)  # 2 questions, df 2
+    _, wins = question_win_matrices(games, sorted(CELLS))
+    tested = C.interaction_test(wins, C.Design.of(CELLS), 0.01)
+    assert tested["interaction_df"] == 2 and tested["interaction_p_value"] is None
+    assert tested["interaction_note"] == ("no test possible: 2 questions with a valid game for 2 interaction contrasts "
+                                          "(the question-clustered test needs more questions than contrasts)")

@@ -1,0 +1,37 @@
+"""The report's captions say how the numbers beside them are made (checked against the code that
+makes them: polyrag/retrieval/metrics.py and polyrag/arena/bradley_terry.py)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from polyrag.arena import bradley_terry
+from polyrag.retrieval import metrics
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def flat(path: str) -> str:
+    return " ".join((REPO / path).read_text(encoding="utf-8").split())
+
+
+def test_rank_range_captions_say_the_ranges_come_from_pairwise_tests_not_the_intervals_shown():
+    """The retrieval ranks come from Holm-adjusted paired randomization tests, the arena's from
+    Bonferroni intervals of every two models' difference: neither from the intervals printed
+    beside them (ranks 1-1 and 2-2 can sit beside overlapping intervals)."""
+    assert "holm(" in inspect.getsource(metrics.rank_ranges)
+    assert "randomization_test(" in inspect.getsource(metrics.rank_ranges)
+    retrieval = flat("report/retrieval_leaderboard.rst")
+    assert ("a run is surely ahead of another when the paired randomization test of their per-question nDCG@10 (the "
+            "measure that orders them), Holm-adjusted over all pairs, rejects at 0.05. They do not come from the "
+            "intervals shown") in retrieval
+    assert inspect.signature(metrics.retrieval_leaderboard).parameters["rank_measure"].default == "nDCG@10"
+    assert "(1 - confidence) / (2 * max(len(first), 1))" in inspect.getsource(bradley_terry.intervals_and_ranks)
+    arena = flat("report/leaderboard.rst")
+    assert ("a model is surely ahead of another when the simultaneous interval of their score difference (Bonferroni "
+            "over all pairs, from the same bootstrap tournaments) lies above 0") in arena
+    table_script = flat("scripts/leaderboard_table.py")
+    assert "from simultaneous intervals of every two models' score difference" in table_script
+    for text in (retrieval, arena, table_script):
+        assert "the ranks the intervals allow" not in text
