@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from polyrag.config.patterns import LANG, check_placeholders
-from polyrag.config.retrieval import corpus_language
+from polyrag.config.patterns import check_placeholders
+from polyrag.config.retrieval import DEMO_CORPUS_FOLDERS, corpus_language, corpus_source_files
 from polyrag.errors import ConfigError, DataError
 from polyrag.meta_eval.memerag import memerag_file
 from polyrag.systems.answer_files import (answer_paths, corpus_paths, passage_file_paths, passage_file_spec,
@@ -86,14 +86,6 @@ def system_answer_files(config: dict, model: str) -> list[str]:
     return system_files(entry, config["languages"])
 
 
-#: The shipped demo corpus's question files, under the workflow's folder (DEMO_CORPUS_DIRS in the rules).
-DEMO_CORPUS = Path("resources") / "demo"
-
-
-#: The shipped XQuAD subset the demo corpus also holds (its docids are positions in that subset).
-DEMO_CORPUS_XQUAD = Path("resources") / "xquad"
-
-
 def parallel_docids(config: dict, retriever: str, workflow_dir: Path) -> bool:
     """Whether ``retriever``'s corpus was built by polyrag from the files the question data are read
     from, of a parallel data set: then a docid of its corpus in any language names the question's
@@ -104,7 +96,7 @@ def parallel_docids(config: dict, retriever: str, workflow_dir: Path) -> bool:
     MIRACL's (a docid names another article in each language's Wikipedia) and other question data."""
     corpus = config["retrieval"]["corpora"][config["retrieval"]["retrievers"][retriever]["corpus"]]
     data = config["data"]
-    shipped = {"demo": DEMO_CORPUS, "xquad": DEMO_CORPUS_XQUAD}.get(data["source"])
+    shipped = {"demo": DEMO_CORPUS_FOLDERS["demo_dir"], "xquad": DEMO_CORPUS_FOLDERS["xquad_dir"]}.get(data["source"])
     if corpus["source"] != "demo" or shipped is None:
         return False
     if data["dir"] is None:
@@ -130,39 +122,28 @@ def corpus_needs(config: dict) -> list[tuple[str, str, str, str]]:
     return [(corpus, lang, name, key) for (corpus, lang), (name, key) in needs.items()]
 
 
-def corpus_source_path(entry: dict, lang: str, workflow_dir: Path) -> Path | None:
-    """The local file (folder, for a local MIRACL copy) the corpus job of ``entry``
-    (``retrieval.corpora.{name}``) reads for ``lang``; None for a download."""
-    if entry["source"] == "file":
-        return Path(entry["file"].replace(LANG, lang))
-    if entry["source"] == "demo":
-        return workflow_dir / DEMO_CORPUS / f"{lang}.jsonl"
-    if entry["miracl"] and entry["miracl"]["dir"]:
-        from polyrag.retrieval.miracl import FOLDER  # here: as polyrag.config.retrieval does
-
-        return Path(entry["miracl"]["dir"]) / FOLDER.format(lang=lang)
-    return None
-
-
 def check_corpora(config: dict, source: str, workflow_dir: Path) -> None:
     """Every corpus language a retriever indexes can be read: its file (source file), the demo's
     questions of that language (source demo), MIRACL's language (its local copy's folder)."""
-    from polyrag.retrieval.miracl import LANGUAGES, SHARDS
+    from polyrag.retrieval.miracl import FOLDER, LANGUAGES, SHARDS
 
+    demo_dirs = {key: str(workflow_dir / folder) for key, folder in DEMO_CORPUS_FOLDERS.items()}
     for corpus, lang, retriever, key in corpus_needs(config):
         entry = config["retrieval"]["corpora"][corpus]
-        path = corpus_source_path(entry, lang, workflow_dir)
+        files = corpus_source_files(config, corpus, lang, demo_dirs)  # what its corpus job reads
+        local = (entry.get("miracl") or {}).get("dir")
         asked = f"corpus {corpus!r} in {lang!r}, which retriever {retriever!r} indexes for {key}"
-        if entry["source"] == "file" and not path.is_file():
-            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.file: {path} does not exist ({asked}); write that "
-                              f"file, or change {key}")
-        if entry["source"] == "demo" and not path.is_file():
-            shipped = ", ".join(sorted(p.stem for p in path.parent.glob("*.jsonl")))
-            raise ConfigError(f"{source}: {key}: the demo corpus {corpus!r} has no language {lang!r} ({path} does not "
-                              f"exist; it has {shipped})")
-        if entry["source"] == "miracl" and path is not None and not any(path.glob(SHARDS)):
-            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.miracl.dir: {path} holds no {SHARDS} ({asked})")
-        if entry["source"] == "miracl" and path is None and lang not in LANGUAGES:
+        if entry["source"] == "file" and not Path(files[0]).is_file():
+            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.file: {files[0]} does not exist ({asked}); write "
+                              f"that file, or change {key}")
+        if entry["source"] == "demo" and not Path(files[0]).is_file():
+            shipped = ", ".join(sorted(p.stem for p in Path(files[0]).parent.glob("*.jsonl")))
+            raise ConfigError(f"{source}: {key}: the demo corpus {corpus!r} has no language {lang!r} ({files[0]} does "
+                              f"not exist; it has {shipped})")
+        if entry["source"] == "miracl" and local and not files:
+            raise ConfigError(f"{source}: retrieval.corpora.{corpus}.miracl.dir: {Path(local) / FOLDER.format(lang=lang)} "
+                              f"holds no {SHARDS} ({asked})")
+        if entry["source"] == "miracl" and not local and lang not in LANGUAGES:
             raise ConfigError(f"{source}: {key}: MIRACL's corpus ({corpus!r}) has no language {lang!r} (it has "
                               f"{', '.join(sorted(LANGUAGES))})")
 

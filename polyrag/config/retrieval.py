@@ -185,6 +185,11 @@ def corpus_languages(config: dict, corpus: str, corpus_lang: str) -> list[str]:
     return list(pooled) if corpus_lang == POOLED else [corpus_lang]
 
 
+#: The shipped demo corpus's folders under the workflow's folder (``build_corpus``'s ``demo_dirs``): the
+#: demo questions' passages and the XQuAD subset.
+DEMO_CORPUS_FOLDERS = {"demo_dir": Path("resources") / "demo", "xquad_dir": Path("resources") / "xquad"}
+
+
 def corpus_source_files(config: dict, corpus: str, corpus_lang: str, demo_dirs: dict[str, str]) -> list[str]:
     """The local files ``retrieval_corpus`` reads for one corpus language (``build_corpus``): the
     demo's questions and XQuAD subset (``demo_dirs``), a ``file`` corpus's file, a local MIRACL copy's

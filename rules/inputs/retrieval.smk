@@ -2,9 +2,9 @@
 from polyrag.config.data_files import parallel_docids
 from polyrag.config.params import relative_path
 from polyrag.config.queries import run_name
-from polyrag.config.retrieval import (RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES, corpus_job_resources,
-                                      corpus_language, corpus_source_files, index_job_resources, retrieval_resources,
-                                      retriever_for_language, run_path, system_runs)
+from polyrag.config.retrieval import (DEMO_CORPUS_FOLDERS, RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES,
+                                      corpus_job_resources, corpus_language, corpus_source_files, index_job_resources,
+                                      retrieval_resources, retriever_for_language, run_path, system_runs)
 from polyrag.retrieval.corpus import POOLED
 
 
@@ -30,8 +30,8 @@ RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
 # The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
 # Relative to the working directory where the workflow's folder is it (a checkout run in place), so
 # that a copy of the folder plans nothing new.
-DEMO_CORPUS_DIRS = {key: relative_path(f"{workflow.basedir}/resources/{folder}", Path.cwd())
-                    for key, folder in (("demo_dir", "demo"), ("xquad_dir", "xquad"))}
+DEMO_CORPUS_DIRS = {key: relative_path(str(Path(workflow.basedir) / folder), Path.cwd())
+                    for key, folder in DEMO_CORPUS_FOLDERS.items()}
 
 
 def corpus_files(wildcards):
