@@ -244,6 +244,20 @@ def spread(effects: np.ndarray) -> np.ndarray:
     return effects.max(axis=-1) - effects.min(axis=-1)
 
 
+def pairwise_half_widths(samples: np.ndarray, level_questions: np.ndarray,
+                         confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of levels (``first``, ``second``: upper-triangle indices) and the half-width of
+    their difference's interval: the arena's t-corrected interval at the fewer of the two levels'
+    questions, at a Bonferroni level over the factor's pairs."""
+    first, second = np.triu_indices(samples.shape[1], k=1)
+    if not len(first):
+        return first, second, np.zeros(0)
+    half = (critical_value(np.minimum(level_questions[first], level_questions[second]),
+                           (1 - confidence) / (2 * len(first)))
+            * (samples[:, first] - samples[:, second]).std(axis=0, ddof=1))
+    return first, second, half
+
+
 def spread_with_interval(point: np.ndarray, samples: np.ndarray, level_questions: np.ndarray,
                          confidence: float) -> tuple[float, float, float, float]:
     """``(plug-in, bias-corrected, ci_low, ci_high)`` of a factor's spread from its effects
@@ -257,13 +271,10 @@ def spread_with_interval(point: np.ndarray, samples: np.ndarray, level_questions
     their difference, folded at 0; with more it is conservative. The bias-corrected spread is
     twice the plug-in minus the mean over the tournaments, at least 0, kept inside the interval."""
     plug_in = float(spread(point))
-    first, second = np.triu_indices(len(point), k=1)
+    first, second, half = pairwise_half_widths(samples, level_questions, confidence)
     if not len(first):  # one level: nothing to spread
         return 0.0, 0.0, 0.0, 0.0
     difference = point[first] - point[second]
-    half = (critical_value(np.minimum(level_questions[first], level_questions[second]),
-                           (1 - confidence) / (2 * len(first)))
-            * (samples[:, first] - samples[:, second]).std(axis=0, ddof=1))
     holds_zero = np.abs(difference) <= half
     low = float(np.where(holds_zero, 0.0, np.abs(difference) - half).max())
     high = float((np.abs(difference) + half).max())
@@ -278,12 +289,9 @@ def extremes_separated(point: np.ndarray, samples: np.ndarray, level_questions: 
     Only then is the range a smooth function of the effects near them, and the t interval of the
     tournaments' ranges trustworthy: a level close to the best or the worst (levels without effect
     above all) leaves the range biased upward."""
-    first, second = np.triu_indices(len(point), k=1)
+    first, second, half = pairwise_half_widths(samples, level_questions, confidence)
     if not len(first):
         return True
-    half = (critical_value(np.minimum(level_questions[first], level_questions[second]),
-                           (1 - confidence) / (2 * len(first)))
-            * (samples[:, first] - samples[:, second]).std(axis=0, ddof=1))
     apart = np.abs(point[first] - point[second]) > half
     best, worst = int(np.argmax(point)), int(np.argmin(point))
     touches_an_extreme = np.isin(first, [best, worst]) | np.isin(second, [best, worst])
