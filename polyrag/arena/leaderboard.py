@@ -149,7 +149,7 @@ def with_systems(table: pd.DataFrame, components: dict[str, dict[str, str]], fea
     citations naming a passage nobody judged for the question (``features.deterministic``; left out
     of the citation features, never counted as non-relevant). Null where no answer cites anything."""
     systems = pd.DataFrame.from_dict(components, orient="index").rename_axis("model").reset_index()
-    # in this order, not the entries' (a rule's params reach the script with their keys sorted)
+    # in this order whatever the order of the entries' keys
     systems = systems[[c for c in SYSTEM_COLUMNS if c in systems] + [c for c in systems if c not in SYSTEM_COLUMNS]]
     if "top_k" in systems:
         systems["top_k"] = systems["top_k"].astype("Int64")  # empty for a system no retriever feeds

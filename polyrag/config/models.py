@@ -2,7 +2,7 @@
 
 A model is named by a local folder or a hub id. Without this check, a model that cannot be loaded
 (a typo, no network on the node) fails its first job, after the hub client's retries, with a
-traceback. ``check_model_sources`` runs where the run starts (Snakemake's main process, so a dry
+traceback. ``check_named_models`` runs where the run starts (Snakemake's main process, so a dry
 run too; not in each cluster job): a folder that exists passes, a hub id passes when it is in the
 Hugging Face cache (``huggingface_hub.try_to_load_from_cache``: no network), else when the hub
 answers that it has the model; otherwise one line names the key, the model and where it was looked
@@ -100,11 +100,18 @@ def model_problem(model: str, revision: str | None = None) -> str | None:
     return None  # the hub has it: its first job downloads it
 
 
-def check_model_sources(config: dict, source: str = "config") -> None:
-    """Every Hugging Face model the config names is a folder, cached, or on a hub that answers;
-    else one ConfigError naming the key and the model (``POLYRAG_MODEL_CHECK=off`` skips this)."""
+def check_named_models(config: dict, source: str = "config") -> None:
+    """Every model the config names can be loaded or reached from here (``check_model_sources``,
+    then ``check_model_access``); ``POLYRAG_MODEL_CHECK=off`` skips both."""
     if os.environ.get(SKIP_VARIABLE, "").lower() == "off":
         return
+    check_model_sources(config, source)
+    check_model_access(config, source)
+
+
+def check_model_sources(config: dict, source: str = "config") -> None:
+    """Every Hugging Face model the config names is a folder, cached, or on a hub that answers;
+    else one ConfigError naming the key and the model."""
     for key, model, revision in named_models(config):
         problem = model_problem(model, revision)
         if problem is not None:
@@ -112,12 +119,6 @@ def check_model_sources(config: dict, source: str = "config") -> None:
             fix = (f"download it (hf download {model}) or name a local folder; where jobs run on nodes with a cache of "
                    f"their own, set {SKIP_VARIABLE}=off" if HUB_ID.fullmatch(model) else "name a folder that exists")
             raise ConfigError(f"{message}; {fix}")
-
-
-def llm_entries(config: dict) -> list[tuple[str, dict]]:
-    """(key, entry) of every model and judge of a validated config that an LLM backend serves."""
-    return [(f"{section}.{name}", entry) for section in ("models", "judges")
-            for name, entry in config[section].items()]
 
 
 def endpoint_problem(base_url: str) -> str | None:
@@ -140,7 +141,8 @@ def access_problems(config: dict) -> list[tuple[str, str]]:
     """(key, problem and fix) for every model or judge its first job could not reach or load:
     each ``api_key_env`` and ``base_url`` checked once, under the first key that names it."""
     problems, seen = [], set()
-    for key, entry in llm_entries(config):
+    for key, entry in ((f"{section}.{name}", entry) for section in ("models", "judges")
+                       for name, entry in config[section].items()):
         backend = entry.get("backend")
         if backend == "openai":
             variable = entry.get("api_key_env")
@@ -168,9 +170,7 @@ def access_problems(config: dict) -> list[tuple[str, str]]:
 
 def check_model_access(config: dict, source: str = "config") -> None:
     """Every key variable is set, every ``base_url`` reachable and every GGUF file there; else one
-    ConfigError naming the key and the fix (``POLYRAG_MODEL_CHECK=off`` skips this)."""
-    if os.environ.get(SKIP_VARIABLE, "").lower() == "off":
-        return
+    ConfigError naming the key and the fix."""
     problems = access_problems(config)
     if problems:
         key, problem = problems[0]

@@ -18,7 +18,7 @@ from jsonschema.exceptions import best_match
 
 from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
-from polyrag.config.models import check_model_access, check_model_sources
+from polyrag.config.models import check_named_models
 from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import (SYSTEM, control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
@@ -222,8 +222,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
                      mars_gold_pairs(config) if config["mars"] else [], workflow_dir)
     check_known_truths(config, source)
     if check_models:
-        check_model_sources(config, source)
-        check_model_access(config, source)
+        check_named_models(config, source)
     return config
 
 

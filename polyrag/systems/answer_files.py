@@ -357,8 +357,7 @@ def system_answers(name: str, entry: Mapping, lang: str, records: list[dict], qu
         listed = ", ".join(f"{q!r} for {m!r}" for q, m in list(matches.items())[:SHOWN])
         raise DataError(f"{where}: query_id {query_id!r} is not a question of {questions_path}, but {matches[query_id]!r}, "
                         f"which no row answers, is (rows whose id likely means a question's: {listed}); write each "
-                        "query_id as the "
-                        "question's id, as text (a JSON number loses leading zeros)")
+                        "query_id as the question's id, as text (a JSON number loses leading zeros)")
     if unknown:
         ids = _listed([query_id for _, query_id in unknown])
         if entry["unknown"] == "refuse":
