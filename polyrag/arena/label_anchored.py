@@ -94,10 +94,10 @@ def shared_or_labels_only_fit(zero: Pieces, shared: Pieces, row: np.ndarray) -> 
 
     Not PPI++'s coordinate-wise lambda (each model's own, tuned for its logit's variance alone,
     with the same fallback): with a handful of labels per model that tuning is noisy and costs
-    coverage. On simulated arenas of 8 models (150-500 seeds): at 12 questions and 30 labels
-    (spread models, biased judge) 0.878 (width 1.87) against this rule's 0.908 (1.91); with a judge
-    that contradicts people on one model, 0.926 against 0.924 at 30 questions and 120 labels and
-    0.926 against 0.940 at 200 questions and 100 labels, its widths 2-4% narrower.
+    coverage. On simulated arenas of 8 models (500 seeds; docs/intervals.md): at 12 questions and 30
+    labels (spread models, biased judge) 0.877 against this rule's 0.906; with a judge that
+    contradicts people on one model, 0.926 against 0.931 at 30 questions and 120 labels and 0.926
+    against 0.933 at 200 questions and 100 labels, its widths 2-4% narrower.
     """
     def variance(pieces: Pieces, lam: float | None = None) -> float:
         return float(joint_covariance([pieces.influence(row, lam)], pieces.groups)[0, 0])
