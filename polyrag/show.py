@@ -177,7 +177,8 @@ def label_anchored_block(wide: pd.DataFrame, rows: int = 10) -> str:
     names = {wide_name: name for name, wide_name in LABEL_ANCHORED_COLUMNS.items()}
     wide = wide.reindex(columns=["model", "label_anchored_by", *names]).rename(columns=names)
     anchored = wide[wide["logit"].notna()].sort_values("rank")
-    anchored = anchored[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]]
+    anchored = anchored[["rank", "model", "logit", "ci_low", "ci_high", "rank_best", "rank_worst"]].astype(
+        {"rank": int, "rank_best": int, "rank_worst": int})  # read back as floats beside the empty ones
     shown = (anchored.head(rows).to_string(index=False, float_format=lambda x: f"{x:.2f}") if len(anchored)
              else "(no model's logit is estimable from these labels)")
     left_out = wide[wide["logit"].isna() & wide["note"].notna()]  # not estimable: the note says why

@@ -148,6 +148,9 @@ def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_pa
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     anchored_part = text.split("Label-anchored ranking (cite-check + 120 human labels")[1].splitlines()
     assert [line.split()[1] for line in anchored_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(anchored_part[2:5])
+    # ranks as integers, although the column holds an empty rank for c
+    assert [line.split()[:2] for line in anchored_part[2:4]] == [["1", "b"], ["2", "a"]]
+    assert anchored_part[2].split()[-2:] == ["1", "1"]
 
 
 def write_retrieval(folder, questions: int, languages=("en", "de")):
