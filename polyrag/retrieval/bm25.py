@@ -88,7 +88,8 @@ class BM25Index:
         folder.mkdir(parents=True, exist_ok=True)
         self.retriever.save(folder, show_progress=False)
         (folder / DOCIDS).write_text(json.dumps(self.docids, ensure_ascii=False), encoding="utf-8")
-        settings = ({"language": POOLED, "stem": self.tokenizer.stem, "stopwords": self.tokenizer.stopwords}
+        settings = ({"language": POOLED, "stem": self.tokenizer.stem, "stopwords": self.tokenizer.stopwords,
+                     "analysis": {lang: made.analysis for lang, made in sorted(self.tokenizer.made.items())}}
                     if self.pooled else self.tokenizer.settings())
         (folder / SETTINGS).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
         write_files(folder)  # last: the folder is whole

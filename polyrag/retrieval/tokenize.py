@@ -167,7 +167,9 @@ class Tokenizer:
         if self.rule.apostrophe_suffixes:
             steps.append("apostrophe suffixes dropped")
         if self.rule.note:
-            steps.append(self.rule.note)
+            # The segmentation is ICU's dictionary: its version is part of what the tokens are.
+            steps.append(self.rule.note.replace("ICU", f"ICU {icu_version()}") if "ICU" in self.rule.note
+                         else self.rule.note)
         return f"{self.language}: {', '.join(steps)}, {stemmer}, {stopwords}"
 
     def normalize(self, text: str) -> str:

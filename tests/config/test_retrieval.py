@@ -163,7 +163,12 @@ def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searche
      "one job (3,732 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
      "Set its resources: {mem_mb: 122758} where a node has that much, or retrieve from a corpus this size with a "
      "dense retriever (encoded in shards, index: ivf_pq)"),
-
+    (lambda c: c["retrieval"]["retrievers"]["e5"].update(stopwords=True),
+     "retrieval.retrievers.e5.stopwords: stopwords are dropped from BM25's tokens; a dense retriever encodes the "
+     "whole text"),
+    (lambda c: c["retrieval"]["corpora"]["demo"].update(languages=["en", "sw"])
+     or c["retrieval"]["retrievers"]["bm25"].update(stopwords=True),
+     "retrieval.retrievers.bm25.stopwords: Lucene's analyzers drop no stopwords in sw (lists exist for ar, bg, bn"),
 ])
 def test_a_bad_retrieval_config_is_one_message_naming_the_key(config, repo, edit, expected):
     edit(config)
@@ -299,3 +304,9 @@ def test_only_the_demo_corpus_searched_by_the_data_it_was_built_from_marks_paral
     assert marks("xquad", "resources/xquad") == {"bm25": True, "bm25-wiki": False, "bm25-mine": False}
     assert marks("xquad", None)["bm25"] is False and marks("xquad", str(tmp_path))["bm25"] is False  # the full XQuAD
     assert marks("miracl", None) == marks("mirage_bench", None) == {"bm25": False, "bm25-wiki": False, "bm25-mine": False}
+
+
+def test_bm25_stopwords_is_a_per_retriever_switch_off_by_default(config, repo):
+    assert check(copy.deepcopy(config), repo)["retrieval"]["retrievers"]["bm25"]["stopwords"] is False
+    config["retrieval"]["retrievers"]["bm25"]["stopwords"] = True  # en, de, hi, zh: Lucene has a list for each
+    assert check(config, repo)["retrieval"]["retrievers"]["bm25"]["stopwords"] is True
