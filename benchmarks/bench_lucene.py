@@ -13,8 +13,11 @@ stopwords), else Lucene's own language analyzer (el, ro, ...), else ``StandardAn
 words, lower case: vi, sw, yo); the table names the class. Queries are Anserini's bag of words (a
 term repeated in the question is boosted by its count).
 
-    .venv/bin/python benchmarks/bench_lucene.py --lucene-python /work/lucene-venv/bin/python \
-        --xquad-dir ../shared/data/xquad
+    make bench-lucene        # or: .venv/bin/python benchmarks/bench_lucene.py --lucene-python .venv-lucene/bin/python
+
+XQuAD's files come from ``--xquad-dir`` (default ``$POLYRAG_SHARED_DATA/xquad``); a language whose
+file is not there is downloaded at XQuAD's pinned commit with ``--download-xquad`` (polyrag's
+loader and cache), and otherwise listed as not measured.
 
 ``--export-stopwords`` (run with the Lucene environment's Python) writes the stopword list of every
 Lucene language analyzer to ``polyrag/retrieval/stopwords/{lang}.txt``, the lists polyrag's
@@ -243,12 +246,16 @@ def ndcg10(qrels: dict, run: dict) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lucene-python", default="/work/lucene-venv/bin/python")
+    parser.add_argument("--lucene-python", default=".venv-lucene/bin/python")
+    parser.add_argument("--download-xquad", action="store_true",
+                        help="fetch a language missing from --xquad-dir at XQuAD's pinned commit")
+    parser.add_argument("--cache-dir", default=".cache/polyrag")
     parser.add_argument("--xquad-dir", default=os.environ.get("POLYRAG_SHARED_DATA", "../shared/data") + "/xquad")
     parser.add_argument("--languages", nargs="*", default=XQUAD_LANGUAGES)
     parser.add_argument("--lucene-side", nargs=2, metavar=("REQUEST", "ANSWER"), help=argparse.SUPPRESS)
     parser.add_argument("--export-stopwords", metavar="FOLDER", nargs="?", const="polyrag/retrieval/stopwords")
     args = parser.parse_args()
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the index builds' progress lines would bury the tables
     if args.lucene_side:
         return lucene_side(*args.lucene_side)
     if args.export_stopwords:
@@ -266,6 +273,14 @@ def main() -> None:
     missing = []
     for language in args.languages:
         path = Path(args.xquad_dir) / f"xquad.{language}.json"
+        if not path.exists() and args.download_xquad:
+            from polyrag.data.xquad import xquad_file
+            from polyrag.errors import PolyragError
+
+            try:
+                path = xquad_file(language, None, None, args.cache_dir)
+            except PolyragError as error:
+                print(f"xquad.{language}.json: {error}", file=sys.stderr)
         if path.exists():
             collections.setdefault(language, {})["xquad"] = xquad_collection(path)
         else:
@@ -313,7 +328,8 @@ def main() -> None:
                   f"{f'{mean(dropped):.3f}' if dropped else 'no list'} | {mean(ours) - mean(theirs):+.3f} | "
                   f"{better} / {worse} |")
     if missing:
-        print(f"\nXQuAD not measured (no xquad.{{lang}}.json in {args.xquad_dir}): {', '.join(missing)}")
+        print(f"\nXQuAD not measured (no xquad.{{lang}}.json in {args.xquad_dir}"
+              f"{'' if args.download_xquad else '; --download-xquad fetches it'}): {', '.join(missing)}")
 
 
 if __name__ == "__main__":
