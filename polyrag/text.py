@@ -1,8 +1,9 @@
-"""Language-aware text helpers: token-based truncation and a word splitter for BM25.
+"""Language-aware text helpers: token-based truncation and a word splitter.
 
 Whitespace splitting breaks Chinese, Japanese and Thai (no spaces between words), so truncation
-counts tokens of a real subword tokenizer and the BM25 splitter emits character bigrams for
-those scripts.
+counts tokens of a real subword tokenizer and ``word_tokens`` (MEMERAG's BM25 context ranking,
+MARS's question checks) emits character bigrams for those scripts. The retrievers' BM25 has an
+analyzer per language instead (``polyrag.retrieval.tokenize``: dictionary words for Thai).
 """
 
 from __future__ import annotations
