@@ -29,7 +29,7 @@ from polyrag.progress import progress
 from polyrag.retrieval.corpus import POOLED, indexed_texts, split_pooled_docid
 from polyrag.retrieval.index_files import check_files, reading, write_files
 from polyrag.retrieval.runs import empty_run, make_run
-from polyrag.retrieval.tokenize import Tokenizer
+from polyrag.retrieval.tokenize import Tokenizer, check_analysis
 
 K1, B, METHOD = 0.9, 0.4, "lucene"
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -47,6 +47,11 @@ class Tokenizers:
         if language not in self.made:
             self.made[language] = Tokenizer(language, stem=self.stem, stopwords=self.stopwords)
         return self.made[language]
+
+    def settings(self) -> dict:
+        """As ``Tokenizer.settings``, with the analysis line of each language the index holds."""
+        return {"language": POOLED, "stem": self.stem, "stopwords": self.stopwords,
+                "analysis": {language: made.analysis for language, made in sorted(self.made.items())}}
 
 
 class BM25Index:
@@ -88,9 +93,7 @@ class BM25Index:
         folder.mkdir(parents=True, exist_ok=True)
         self.retriever.save(folder, show_progress=False)
         (folder / DOCIDS).write_text(json.dumps(self.docids, ensure_ascii=False), encoding="utf-8")
-        settings = ({"language": POOLED, "stem": self.tokenizer.stem, "stopwords": self.tokenizer.stopwords,
-                     "analysis": {lang: made.analysis for lang, made in sorted(self.tokenizer.made.items())}}
-                    if self.pooled else self.tokenizer.settings())
+        settings = self.tokenizer.settings()
         (folder / SETTINGS).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
         write_files(folder)  # last: the folder is whole
 
@@ -111,8 +114,10 @@ class BM25Index:
         if len(docids) != retriever.scores["num_docs"]:
             raise DataError(f"{folder}: {len(docids)} docids for an index of {retriever.scores['num_docs']} passages")
         if settings["language"] == POOLED:
-            return cls(retriever, docids, Tokenizers(settings["stem"], settings["stopwords"]))
-        tokenizer = Tokenizer(settings["language"], stem=settings["stem"], stopwords=settings["stopwords"])
+            tokenizer = Tokenizers(settings["stem"], settings["stopwords"])
+        else:
+            tokenizer = Tokenizer(settings["language"], stem=settings["stem"], stopwords=settings["stopwords"])
+        check_analysis(folder, settings, tokenizer)
         return cls(retriever, docids, tokenizer)
 
     @property

@@ -43,7 +43,7 @@ from importlib import resources
 
 import regex
 
-from polyrag.errors import ConfigError
+from polyrag.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -233,3 +233,20 @@ class Tokenizer:
         the analysis was (``analysis``: a language without a rule says "no analyzer")."""
         return {"language": self.language, "stem": self.stem, "stopwords": self.stopwords,
                 "stemmer": STEMMERS.get(self.language) if self.stem else None, "analysis": self.analysis}
+
+
+def check_analysis(folder, settings: dict, tokenizer) -> None:
+    """An index's passages were tokenized as its settings record (``analysis``: one line, or one per
+    language of a pooled index); its questions must be tokenized the same way. An index built by
+    another analysis (an older polyrag, another ICU) stops here naming the folder, rather than being
+    searched with tokens its passages never had."""
+    recorded = settings.get("analysis")
+    if recorded is None:
+        raise DataError(f"{folder}: a BM25 index built before polyrag recorded its analyzer; rebuild it "
+                        "(delete the folder: the workflow builds it again)")
+    lines = recorded if isinstance(recorded, dict) else {None: recorded}
+    for language, line in lines.items():
+        now = (tokenizer if language is None else tokenizer[language]).analysis
+        if now != line:
+            raise DataError(f"{folder}: its passages were tokenized as {line!r}, and this polyrag tokenizes as "
+                            f"{now!r}; rebuild the index (delete the folder: the workflow builds it again)")

@@ -124,3 +124,27 @@ def test_a_pooled_index_records_each_languages_analysis(tmp_path):
     analysis = json.loads((tmp_path / "pool" / "polyrag_bm25.json").read_text())["analysis"]
     assert sorted(analysis) == ["en", "sw", "th"]
     assert analysis["sw"].startswith("sw: no analyzer;") and not analysis["en"].startswith("en: no analyzer")
+    # Loaded, it tokenizes a Thai question as its Thai passages were (dictionary words).
+    found = BM25Index.load(tmp_path / "pool").search({"q": "คะแนนเท่าไร"}, k=1, language="th")
+    assert found["docid"].tolist() == ["th:c"]
+
+
+def test_an_index_tokenized_by_another_analysis_is_refused_not_searched_with_other_tokens(tmp_path):
+    """A Thai index built with character bigrams, searched with dictionary words, would find
+    nothing right and say nothing: the recorded analysis must be today's."""
+    from polyrag.errors import DataError
+    from polyrag.retrieval.index_files import write_files
+
+    corpus = pd.DataFrame({"docid": ["a", "b"], "title": ["", ""], "text": [THAI, "ภาษาไทยเป็นภาษาราชการ"]})
+    folder = tmp_path / "th"
+    BM25Index.build(corpus, "th").save(folder)
+    assert BM25Index.load(folder).search({"q": "คะแนนเท่าไร"}, k=1)["docid"].tolist() == ["a"]
+    settings_file = folder / "polyrag_bm25.json"
+    settings = json.loads(settings_file.read_text())
+    for recorded, message in [("th: character bigrams", "its passages were tokenized as 'th: character bigrams'"),
+                              (None, "a BM25 index built before polyrag recorded its analyzer; rebuild it")]:
+        changed = {**settings, "analysis": recorded} if recorded else {k: v for k, v in settings.items() if k != "analysis"}
+        settings_file.write_text(json.dumps(changed))
+        write_files(folder)  # the folder is whole again: only the analysis differs
+        with pytest.raises(DataError, match=message):
+            BM25Index.load(folder)
