@@ -108,8 +108,8 @@ LUCENE_VENV ?= .venv-lucene
 $(LUCENE_VENV)/bin/python:
 	$(PYTHON) -m venv $(LUCENE_VENV)
 	$(LUCENE_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
-	$(LUCENE_VENV)/bin/python -m pip install --quiet --no-deps pyserini==1.6.0
 	$(LUCENE_VENV)/bin/python -m pip install --quiet pyjnius==1.9.0
+	$(LUCENE_VENV)/bin/python -m pip install --quiet --no-deps pyserini==1.6.0
 
 lucene-env: $(LUCENE_VENV)/bin/python
 

@@ -76,11 +76,16 @@ JAVA_HOMES = ["/usr/lib/jvm/temurin-25-jdk-amd64", "/usr/lib/jvm/temurin-21-jdk-
 # ---------------------------------------------------------------- the Lucene side (no polyrag imports)
 
 def start_jvm():
-    if "JAVA_HOME" not in os.environ:
+    if not os.environ.get("JAVA_HOME"):
         home = next((h for h in JAVA_HOMES if Path(h).is_dir()), None)
         if home is None:
             raise SystemExit(f"no Java 21+ JDK found (looked in {', '.join(JAVA_HOMES)}): set JAVA_HOME")
         os.environ["JAVA_HOME"] = home
+    release = Path(os.environ["JAVA_HOME"]) / "release"  # JAVA_VERSION="25.0.3"
+    version = release.read_text().split('JAVA_VERSION="', 1)[-1].split(".")[0] if release.exists() else ""
+    if version.isdigit() and int(version) < 21:
+        raise SystemExit(f"JAVA_HOME={os.environ['JAVA_HOME']} is Java {version}; Anserini's jar needs Java 21 or "
+                         f"newer (e.g. {JAVA_HOMES[0]})")
     import jnius_config
     import pyserini
 
