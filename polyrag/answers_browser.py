@@ -21,12 +21,15 @@ from polyrag.systems.passages import given_passages
 
 
 def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[str, str], pd.DataFrame],
-                 games: Mapping[str, pd.DataFrame], models: Sequence[str], judge: str | None) -> dict:
+                 games: Mapping[str, pd.DataFrame], models: Sequence[str], judge: str | None,
+                 model_languages: Mapping[str, Sequence[str]] | None = None) -> dict:
     """What the page shows, as plain JSON-able data.
 
     ``questions``: results/data/{lang}.parquet by language; ``answers``: results/answers/{model}/{lang}.parquet
     by (model, language); ``games``: the judge's games by language (results/judgments/{judge}/{lang}/games.parquet;
-    a language without games has none); ``models`` in the order the page lists them (the leaderboard's)."""
+    a language without games has none); ``models`` in the order the page lists them (the leaderboard's);
+    ``model_languages``: the languages each model answers (default: every one), where alone it must
+    have answers (a model that was not asked a language has no answers there, not empty ones)."""
     passages: list[dict[str, str]] = []
     passage_index: dict[tuple[str, str, str], int] = {}
 
@@ -44,6 +47,8 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
                             "reference": none_if_missing(record.get("reference_answer")), "answers": {}, "verdicts": {}}
                  for query_id, record in records.items()}
         for model in models:
+            if model_languages is not None and lang not in model_languages.get(model, languages):
+                continue  # not asked this language: no answer shown, none missing
             if (model, lang) not in answers:
                 raise DataError(f"no answers file of model {model!r} in language {lang!r} was given to the answers browser")
             for answer in answers[model, lang].to_dict("records"):
