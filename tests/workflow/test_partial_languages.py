@@ -5,6 +5,8 @@ Hindi, and the leaderboards rank it where it answered (docs/systems.md)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -88,7 +90,8 @@ def test_a_language_it_declares_and_lacks_is_still_refused_and_one_it_does_not_d
         **config["models"], "user-en": {**entry, "languages": ["en", "hi"]}}}))
     result = snakemake(repo, workdir, "-n")
     assert result.returncode != 0
-    assert "models.user-en.answers:" in result.stderr and "answers/hi.jsonl does not exist" in result.stderr
+    message = result.stdout + result.stderr
+    assert "models.user-en.answers:" in message and "answers/hi.jsonl does not exist" in message
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert scheduled_jobs(dry_run(repo, workdir)) == {}  # as it was: nothing to do
 
@@ -99,12 +102,16 @@ def test_a_demo_run_plans_an_english_only_system_in_english_only(repo, tmp_path)
     english_answers(repo, tmp_path)
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"models": {"user-en": {
         "backend": "file", "answers": str(tmp_path / "answers/{lang}.jsonl"), "unknown": "ignore", "languages": ["en"]}}}))
-    output = dry_run(repo, tmp_path, str(repo / "config.yaml"), str(tmp_path / "mine.yaml"), "--forceall")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--forceall",
+                             "--configfile", str(repo / "config.yaml"), str(tmp_path / "mine.yaml")],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    output = result.stdout
     assert "results/answers/user-en/en.parquet" in output
     for lang in ("de", "hi", "zh"):
         assert f"results/answers/user-en/{lang}.parquet" not in output
         assert f"results/features/user-en/{lang}.parquet" not in output
-        assert f"user-en/{lang}" not in output
+        assert f"user-en/{lang}/" not in output and f"/{lang}/mock-20__user-en" not in output
     assert "results/judgments/reference/en/mock-20__user-en.parquet" in output
     assert "results/judgments/reference/de/mock-20__user-en.parquet" not in output
     assert "results/mars/scores/user-en.csv" in output
