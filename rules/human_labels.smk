@@ -102,14 +102,14 @@ rule label_anchored:
         games=lambda wildcards: [
             path for lang in label_anchored_languages(wildcards) for path in judgment_paths(wildcards.judge, lang)
         ],
-        answers=lambda wildcards: answered_paths(ANSWERS, contestants(wildcards), label_anchored_languages(wildcards)),
+        answers=lambda wildcards: answered_paths(ANSWERS, label_anchored_contestants(wildcards), label_anchored_languages(wildcards)),
     output:
         table="results/arena/{judge}/{scope}/label_anchored.csv",
         agreement="results/arena/{judge}/{scope}/label_agreement.csv",
     wildcard_constraints:
         scope=alternatives(LABELLED_LANGUAGES + ["all"]),
     params:
-        models=contestants,
+        models=label_anchored_contestants,
         languages=label_anchored_languages,
         human_labels=HUMAN_LABELS,
     localrule: True  # Newton fits on a few thousand units: seconds

@@ -38,7 +38,15 @@ def run(repo, tmp_path_factory):
         "user-en": {"backend": "file", "answers": str(workdir / "answers/{lang}.jsonl"), "unknown": "ignore",
                     "languages": ["en"]},
     }
-    config = tiny_config(repo, workdir, checks={"mock_order": True}, **models)
+    # a second judge, a panel of both, and the label-anchored arena (the reference judge standing in
+    # for people) beside the leaderboard's judge: each plans its pairs and units per language
+    judges = {"reference": {"backend": "reference"},
+              "cite-check": {"backend": "reference", "weights": {"similarity": 0.0, "citation": 1.0, "language": 1.0}},
+              "panel": {"backend": "panel", "members": ["reference", "cite-check"]}}
+    config = tiny_config(repo, workdir, checks={"mock_order": True}, judges=judges, **models)
+    config["data"]["arena_queries"] = 4
+    config["arena"]["human_labels"] = {"judge": "cite-check", "sample": {"count": 8}, "stand_in": "reference"}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
     result = snakemake(repo, workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir, config
@@ -61,6 +69,18 @@ def test_it_has_files_and_games_only_in_its_language(run):
     assert "user-en" in set(bt["en"]["model"]) and "user-en" not in set(bt["hi"]["model"])
     surrogate_hi = pd.read_csv(results / "arena/reference/hi/surrogate.csv", dtype={"model": str})
     assert "user-en" not in set(surrogate_hi["model"])
+    for judge in ("cite-check", "panel"):  # every judge's games: in English only
+        hi = pd.read_parquet(results / f"judgments/{judge}/hi/games.parquet")
+        en = pd.read_parquet(results / f"judgments/{judge}/en/games.parquet")
+        assert "user-en" not in set(hi["model_a"]) | set(hi["model_b"])
+        assert "user-en" in set(en["model_a"]) | set(en["model_b"])
+    style_hi = pd.read_csv(results / "arena/reference/hi/style_controlled.csv", dtype={"model": str})
+    assert "user-en" not in set(style_hi["model"])
+    tasks_hi = pd.read_csv(results / "human_labels/hi/key.csv", dtype=str)
+    assert "user-en" not in set(tasks_hi.filter(like="model").stack())
+    anchored = pd.read_csv(results / "arena/cite-check/hi/label_anchored.csv", dtype={"model": str})
+    assert "user-en" not in set(anchored["model"])
+    assert "user-en" in set(pd.read_csv(results / "arena/cite-check/all/label_anchored.csv", dtype={"model": str})["model"])
 
 
 def test_the_leaderboards_rank_it_where_it_answered(run):
@@ -70,6 +90,8 @@ def test_the_leaderboards_rank_it_where_it_answered(run):
     rows = board.set_index("model")
     user = rows.loc["user-en"]
     assert user["languages"] == "en" and rows.loc["mock-0", "languages"] == "en,hi"
+    # style-controlled: ranked over English too, not dropped
+    assert pd.notna(user["rank_style_controlled"]) and pd.notna(user["score_style_controlled"])
     assert pd.isna(user["rank_hi"]) and user["rank_en"] == 1  # the reference answers: first in English
     # its overall score is its English logit: never below what it earns in English
     en_logit = by_language.query("model == 'user-en' and lang == 'en'")["arena_logit"].iloc[0]
