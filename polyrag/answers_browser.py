@@ -21,12 +21,15 @@ from polyrag.systems.passages import given_passages
 
 
 def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[str, str], pd.DataFrame],
-                 games: Mapping[str, pd.DataFrame], models: Sequence[str], judge: str | None) -> dict:
+                 games: Mapping[str, pd.DataFrame], models: Sequence[str], judge: str | None,
+                 model_languages: Mapping[str, Sequence[str]] | None = None) -> dict:
     """What the page shows, as plain JSON-able data.
 
     ``questions``: results/data/{lang}.parquet by language; ``answers``: results/answers/{model}/{lang}.parquet
     by (model, language); ``games``: the judge's games by language (results/judgments/{judge}/{lang}/games.parquet;
-    a language without games has none); ``models`` in the order the page lists them (the leaderboard's)."""
+    a language without games has none); ``models`` in the order the page lists them (the leaderboard's);
+    ``model_languages``: the languages each model answers (default: every one), where alone it must
+    have answers (a model that was not asked a language has no answers there, not empty ones)."""
     passages: list[dict[str, str]] = []
     passage_index: dict[tuple[str, str, str], int] = {}
 
@@ -37,13 +40,16 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
             passages.append(dict(passage))
         return passage_index[key]
 
-    languages, by_language = list(questions), {}
+    languages, by_language, not_asked = list(questions), {}, {}
     for lang in languages:
         records = {str(record["query_id"]): record for record in questions[lang].to_dict("records")}
         shown = {query_id: {"id": query_id, "query": record["query"],
                             "reference": none_if_missing(record.get("reference_answer")), "answers": {}, "verdicts": {}}
                  for query_id, record in records.items()}
         for model in models:
+            if model_languages is not None and lang not in model_languages.get(model, languages):
+                not_asked.setdefault(lang, []).append(model)  # no answer shown, none missing
+                continue
             if (model, lang) not in answers:
                 raise DataError(f"no answers file of model {model!r} in language {lang!r} was given to the answers browser")
             for answer in answers[model, lang].to_dict("records"):
@@ -67,7 +73,7 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
                                                                     "verdict": winner})
         by_language[lang] = list(shown.values())
     return {"languages": languages, "models": list(models), "judge": judge, "passages": passages,
-            "questions": by_language}
+            "questions": by_language, "not_asked": not_asked}
 
 
 def cited_docids(answer: Mapping) -> list:
@@ -159,7 +165,7 @@ function systemColumn(q, model) {
   column.append(element("h3", null, model));
   const answer = q.answers[model];
   if (!answer) {
-    column.append(element("p", "error", "no answer in this system's answers file"));
+    column.append(element("p", "error", notAsked(model) ? NOT_ASKED : "no answer in this system's answers file"));
     return column;
   }
   column.append(element("div", "answer", answer.answer === null ? "(no answer)" : answer.answer));
@@ -177,6 +183,12 @@ function systemColumn(q, model) {
     column.append(item);
   }
   return column;
+}
+
+const NOT_ASKED = "not asked in this language (its languages: leave it out)";
+
+function notAsked(model) {
+  return (data.not_asked[$("lang").value] || []).includes(model);
 }
 
 function verdictText(q, left, right) {
@@ -199,7 +211,8 @@ function show() {
     const row = element("tr");
     const answer = q.answers[model];
     row.append(element("td", null, model),
-               element("td", "text", answer ? (answer.answer === null ? "error: " + answer.error : answer.answer) : "no answer"),
+               element("td", "text", answer ? (answer.answer === null ? "error: " + answer.error : answer.answer)
+                                       : (notAsked(model) ? NOT_ASKED : "no answer")),
                element("td", null, answer ? answer.cited.join(", ") : ""));
     return row;
   }));

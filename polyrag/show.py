@@ -103,7 +103,10 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
     two or more neighbouring mocks is one line naming them (your systems are never folded)."""
     fold = len(mocks) > MOCKS_SHOWN
     foldable = [fold and model in mocks and model not in mine for model in board["model"]]
-    rows: list[list[str] | pd.DataFrame] = [["", "rank", "ranks", "model", "score [95% interval]", "score is"]]
+    # "ranked on": only where some model answers fewer languages than others (languages:)
+    ranked_on = board["languages"].fillna("") if "languages" in board and board["languages"].nunique() > 1 else None
+    rows: list[list[str] | pd.DataFrame] = [["", "rank", "ranks", "model", "score [95% interval]", "score is"]
+                                            + (["ranked on"] if ranked_on is not None else [])]
     k = 0
     while k < len(board):
         end = k
@@ -116,7 +119,8 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
         row = board.iloc[k]
         rows.append([">" if row["model"] in mine else "", str(int(row["rank"])),
                      rank_range(row.get("rank_best"), row.get("rank_worst")), str(row["model"]),
-                     with_interval(row["score"], row.get("ci_low"), row.get("ci_high")), sources[k]])
+                     with_interval(row["score"], row.get("ci_low"), row.get("ci_high")), sources[k]]
+                    + ([ranked_on.iloc[k]] if ranked_on is not None else []))
         k += 1
     folded_ranks = [["", f"{int(row['rank'].min())}-{int(row['rank'].max())}", "", "", "", ""]
                     for row in rows if not isinstance(row, list)]
@@ -129,9 +133,11 @@ def leaderboard_block(board: pd.DataFrame, path: Path, mine: set[str], mocks: se
         folded += len(row)
         ranks = f"{int(row['rank'].min())}-{int(row['rank'].max())}"
         lines.append(fixed_width(["", ranks, "", f"{len(row)} mocks: {', '.join(row['model'])}"], widths, right={1}))
-    legend = ("score: the mean over languages of each model's arena logit: its Bradley-Terry logit where the "
-              "judge judged it (BT), the surrogate judge's prediction on the same scale where it did not "
-              "(surrogate); 95% bootstrap interval; ranks: the joint 95% rank range")
+    legend = ("score: the mean over the languages it answers of each model's arena logit: its Bradley-Terry "
+              "logit where the judge judged it (BT), the surrogate judge's prediction on the same scale where it "
+              "did not (surrogate); 95% bootstrap interval; ranks: the joint 95% rank range"
+              + ("; ranked on: the languages a model answers and is ranked over (languages:)"
+                 if ranked_on is not None else ""))
     marks = "; > marks your systems" if mine & set(board["model"]) else ""
     folding = f"; {folded} mocks (backend: mock) folded, every row in the file" if folded else ""
     legend = textwrap.fill(legend, 100, break_on_hyphens=False)
@@ -164,6 +170,10 @@ def users_block(board: pd.DataFrame, mine: set[str], sources: list[str]) -> str:
         ranks = [f"{lang} {int(row[f'rank_{lang}'])}" for lang in languages if pd.notna(row[f"rank_{lang}"])]
         if ranks:
             parts.append("by language: " + ", ".join(ranks))
+        answered = str(row["languages"]).split(",") if "languages" in board and pd.notna(row["languages"]) else []
+        if answered and len(answered) < len(languages):
+            parts.append(f"ranked over {', '.join(answered)} only, the languages it answers (not asked "
+                         f"{', '.join(lang for lang in languages if lang not in answered)})")
         for measure in ("nDCG@10", "Recall@5"):
             column = f"retrieval_{measure}"
             if column in board and pd.notna(row[column]):

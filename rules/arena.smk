@@ -175,7 +175,7 @@ rule judge_agreement:
     params:
         games=lambda wildcards: {judge: judgment_paths(judge, wildcards.lang) for judge in JUDGES},
         panels={judge: config["judges"][judge]["members"] for judge in PANEL_JUDGES},
-        models=JUDGED,
+        models=lambda wildcards: answering_models(config, wildcards.lang, JUDGED),
         model_family=families(config, "models"),
         judge_family=families(config, "judges"),
         bootstrap=config["arena"]["bootstrap"],
@@ -220,6 +220,7 @@ rule surrogate:
     params:
         languages=LANGUAGES,
         models=MODELS,
+        model_languages={model: model_languages(config, model) for model in MODELS},
         surrogate=config["arena"]["surrogate"],
         seed=config["seed"],
         cache_dir=config["cache_dir"],
@@ -246,9 +247,9 @@ rule leaderboard:
         style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
         # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
-        mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MODELS) if MARS else [],
+        mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MARS_MODELS) if MARS else [],
         label_anchored=lambda wildcards: label_anchored_file(),
-        features=expand(FEATURES, model=MODELS, lang=LANGUAGES),
+        features=answered_paths(FEATURES, MODELS, LANGUAGES),
         retrieval=[rules.retrieval_leaderboard.output[0]] if SYSTEMS else [],
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
@@ -260,7 +261,7 @@ rule leaderboard:
     params:
         languages=LANGUAGES,
         label_anchored_judge=HUMAN_LABELS and HUMAN_LABELS["judge"],
-        feature_models=[model for model in MODELS for lang in LANGUAGES],  # the model of each features file
+        feature_models=[model for model, lang in answered_cells(MODELS, LANGUAGES)],  # the model of each features file
         systems=system_components(config),
     localrule: True
     log:
@@ -304,7 +305,7 @@ rule leaderboard_table:
 rule answers_browser:
     input:
         questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, model=MODELS, lang=LANGUAGES),
+        answers=answered_paths(ANSWERS, MODELS, LANGUAGES),
         games=[path for lang in LANGUAGES for path in judgment_paths(ARENA_JUDGE, lang)] if ARENA_JUDGE else [],
         leaderboard=[rules.leaderboard.output.leaderboard] if ARENA_JUDGE else [],
     output:
@@ -312,7 +313,8 @@ rule answers_browser:
     params:
         languages=LANGUAGES,
         models=MODELS,
-        answer_keys=[(model, lang) for model in MODELS for lang in LANGUAGES],  # the key of each answers file
+        answer_keys=answered_cells(MODELS, LANGUAGES),  # the key of each answers file
+        model_languages={model: model_languages(config, model) for model in MODELS},
         games_languages=[lang for lang in LANGUAGES for path in judgment_paths(ARENA_JUDGE, lang)] if ARENA_JUDGE else [],
         judge=ARENA_JUDGE,
     localrule: True

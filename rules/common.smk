@@ -10,7 +10,8 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from polyrag.config.params import FileDigests, canonical, output_roots, source_digests
-from polyrag.config.queries import model_resources
+from polyrag.config.queries import (answers_language, model_languages, model_pairs, model_resources, pair_languages,
+                                    partial_models)
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.errors import ConfigError
 
@@ -89,6 +90,89 @@ wildcard_constraints:
     judge=alternatives(JUDGES),
 
 
+def answered_cells(models, languages):
+    """The (model, language) cells that exist among ``models`` x ``languages``, model by model: a
+    model that answers only some languages (``languages:``) has files in those only."""
+    return [(model, lang) for model in models for lang in languages if answers_language(config, model, lang)]
+
+
+def answered_paths(pattern, models, languages):
+    """``pattern`` (ANSWERS, FEATURES) of every cell ``answered_cells`` gives, in its order."""
+    return [pattern.format(model=model, lang=lang) for model, lang in answered_cells(models, languages)]
+
+
+def language_of_path(path):
+    """The language key a planned path is of (a folder of it, or a file's name before its first
+    dot), else None (a path of every language, a log)."""
+    for part in Path(path).parts:
+        for key in (part, part.split(".")[0]):
+            if key in LANGUAGES:
+                return key
+    return None
+
+
+def in_languages(item, languages):
+    """An output item (a path, or a list of them) without the paths of other languages; None if none is left."""
+    if isinstance(item, str):
+        return item if language_of_path(item) in (None, *languages) else None
+    kept = [path for path in item if language_of_path(path) in (None, *languages)]
+    return kept or None
+
+
+def answered_languages_only(name, groups):
+    """Copies of rule ``name``, whose outputs are in every language, for the models that answer
+    only some (``languages:``): per group ``(languages, constraints)`` one rule whose outputs are in
+    those languages only, for the wildcards ``constraints`` match, preferred to ``name`` where both
+    could write a file. Snakemake fixes a rule's outputs when the rule is defined, so a job that
+    writes fewer languages is another rule; its inputs and params are ``name``'s, which are
+    functions of the job's model (``model_languages``)."""
+    import copy
+
+    from snakemake.ruleinfo import InOutput
+
+    original = workflow.get_rule(name)
+    for k, (languages, constraints) in enumerate(groups):
+        info = copy.copy(original.ruleinfo)
+        paths, named, modifier = info.output
+        kept = [in_languages(item, languages) for item in paths]
+        kept_named = {key: in_languages(item, languages) for key, item in named.items()}
+        info.output = InOutput([item for item in kept if item is not None],
+                               {key: item for key, item in kept_named.items() if item is not None}, modifier)
+        positional, keyword = info.wildcard_constraints or ((), {})
+        info.wildcard_constraints = (positional, {**keyword, **constraints})
+        info.name = f"{name}_in_{k}"
+        workflow.rule(name=info.name, lineno=original.lineno, snakefile=original.snakefile)(info)
+        workflow.ruleorder(info.name, name)
+
+
+def plan_answered_languages(model_rules, pair_rules):
+    """Every rule that writes one model's files (``model_rules``) or one pair's (``pair_rules``)
+    in every language gets its copies for models, and pairs, that meet in fewer
+    (``answered_languages_only``). Called once, after the last rule is defined."""
+    by_languages = {}
+    for model, languages in partial_models(config).items():
+        by_languages.setdefault(tuple(languages), []).append(model)
+    for name in model_rules:
+        answered_languages_only(name, [(languages, {"model": alternatives(models)})
+                                       for languages, models in by_languages.items()])
+    # A pair's file names are sorted (model_a < model_b). Each pair with a partial model and some
+    # language in common joins one group: by its model_b where that is partial, else by its model_a,
+    # and by the languages where they meet (constraints are per wildcard, so one side is fixed).
+    partial = set(partial_models(config))
+    by_side = {}
+    for model_a, model_b in model_pairs(MODELS):
+        languages = tuple(pair_languages(config, model_a, model_b))
+        if not languages or not {model_a, model_b} & partial:
+            continue
+        fixed, other = ("model_b", "model_a") if model_b in partial else ("model_a", "model_b")
+        pair = {"model_a": model_a, "model_b": model_b}
+        by_side.setdefault((fixed, pair[fixed], languages), []).append(pair[other])
+    groups = [(languages, {fixed: re.escape(model), ("model_a" if fixed == "model_b" else "model_b"): alternatives(others)})
+              for (fixed, model, languages), others in by_side.items()]
+    for name in pair_rules:
+        answered_languages_only(name, groups)
+
+
 def resource(name, entry, resources=model_resources):
     """One cluster resource of a rule's jobs (Snakemake asks for each with its own function):
     ``name`` of ``resources(entry, attempt)``. ``entry`` is a config entry, or a function of the
@@ -114,7 +198,7 @@ def all_targets():
                  scope=LABELLED_LANGUAGES + (["all"] if len(LABELLED_LANGUAGES) > 1 else []))
         + expand(rules.human_label_sample.output.tasks, lang=LANGUAGES if HUMAN_LABELS else [])
         + ([rules.meta_eval_summary.output.summary] if META_EVAL else [])
-        + (expand(rules.mars_scores.output[0], model=MODELS) if MARS else [])
+        + (expand(rules.mars_scores.output[0], model=MARS_MODELS) if MARS else [])
         + ([rules.mars_meta_eval.output.summary] if MARS and MARS["meta_eval"] else [])
         + ([rules.train_student.output.loss, rules.curate_training_set.output.counts] if FT else [])
         + (list(rules.finetune_gain.output) if FT_CONTROL and ARENA_JUDGE else [])

@@ -10,15 +10,15 @@ include: "inputs/features.smk"
 
 rule deterministic_features:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         tables=expand(FEATURE_GROUP, lang=LANGUAGES, group="deterministic", allow_missing=True),
         # each answer's detected language in every language, in one file: what a judge that scores
         # languages reads (two inputs per pair job rather than two per language)
         languages="results/features/{model}/answer_languages.parquet",
     params:
-        languages=LANGUAGES,
+        languages=model_language_keys,
     log:
         "logs/features/{model}/deterministic.log",
     benchmark:
@@ -37,8 +37,8 @@ rule deterministic_features:
 # by one job and read by the others (polyrag/features/embedding.py).
 rule embedding_features:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         expand(FEATURE_GROUP, lang=LANGUAGES, group="embedding", allow_missing=True),
     params:
@@ -60,8 +60,8 @@ rule embedding_features:
 
 rule nli_features:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         expand(FEATURE_GROUP, lang=LANGUAGES, group="nli", allow_missing=True),
     params:
@@ -83,8 +83,8 @@ rule nli_features:
 
 rule reranker_features:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         expand(FEATURE_GROUP, lang=LANGUAGES, group="reranker", allow_missing=True),
     params:
@@ -106,8 +106,8 @@ rule reranker_features:
 
 rule llm_features:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         expand(FEATURE_GROUP, lang=LANGUAGES, group="llm", allow_missing=True),
     params:
@@ -154,11 +154,11 @@ rule merge_features:
 # model's, declares as its input.
 rule feature_manifest:
     input:
-        expand(FEATURES, lang=LANGUAGES, allow_missing=True),
+        model_features,
     output:
         FEATURES_MANIFEST,
     params:
-        groups=lambda wildcards, input: {"features": dict(zip(LANGUAGES, map(str, input)))},
+        groups=lambda wildcards, input: {"features": dict(zip(model_language_keys(wildcards), map(str, input)))},
     localrule: True  # hashes a few files: seconds
     log:
         "logs/manifest/features/{model}.log",

@@ -11,13 +11,13 @@ include: "inputs/generate.smk"
 
 rule generate_answers:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
+        questions=model_questions,
         adapter=student_adapter_files,
         answer_files=answer_files,
     output:
         expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
     params:
-        languages=LANGUAGES,
+        languages=model_language_keys,
         entry=model_entry,
         settings=model_settings,
         wrong_language=wrong_language_sources,
@@ -42,14 +42,14 @@ rule generate_answers:
 # those files as its inputs, so a changed answer reruns it and every job that reads it.
 rule answer_manifest:
     input:
-        questions=expand(QUESTIONS, lang=LANGUAGES),
-        answers=expand(ANSWERS, lang=LANGUAGES, allow_missing=True),
+        questions=model_questions,
+        answers=model_answers,
     output:
         ANSWERS_MANIFEST,
     params:
         groups=lambda wildcards, input: {
-            "questions": dict(zip(LANGUAGES, map(str, input.questions))),
-            "answers": dict(zip(LANGUAGES, map(str, input.answers))),
+            "questions": dict(zip(model_language_keys(wildcards), map(str, input.questions))),
+            "answers": dict(zip(model_language_keys(wildcards), map(str, input.answers))),
         },
     localrule: True  # hashes a few files: seconds
     log:

@@ -30,7 +30,7 @@ rule human_label_sample:
     input:
         units=lambda wildcards: expand(rules.judge_units.output[0], judge=HUMAN_LABELS["judge"], lang=wildcards.lang),
         questions=QUESTIONS,
-        answers=lambda wildcards: expand(ANSWERS, model=judge_contestants(config, HUMAN_LABELS["judge"]), lang=wildcards.lang),
+        answers=lambda wildcards: expand(ANSWERS, model=labelled_contestants(wildcards), lang=wildcards.lang),
     output:
         key="results/human_labels/{lang}/key.csv",
         tasks="results/human_labels/{lang}/tasks.csv",
@@ -39,7 +39,7 @@ rule human_label_sample:
         label_studio_config="results/human_labels/{lang}/label_studio.xml",
     params:
         sample=HUMAN_LABELS and HUMAN_LABELS["sample"],
-        models=HUMAN_LABELS and judge_contestants(config, HUMAN_LABELS["judge"]),
+        models=labelled_contestants,
         seed=config["seed"],
     localrule: True
     log:
@@ -102,14 +102,14 @@ rule label_anchored:
         games=lambda wildcards: [
             path for lang in label_anchored_languages(wildcards) for path in judgment_paths(wildcards.judge, lang)
         ],
-        answers=lambda wildcards: expand(ANSWERS, model=contestants(wildcards), lang=label_anchored_languages(wildcards)),
+        answers=lambda wildcards: answered_paths(ANSWERS, label_anchored_contestants(wildcards), label_anchored_languages(wildcards)),
     output:
         table="results/arena/{judge}/{scope}/label_anchored.csv",
         agreement="results/arena/{judge}/{scope}/label_agreement.csv",
     wildcard_constraints:
         scope=alternatives(LABELLED_LANGUAGES + ["all"]),
     params:
-        models=contestants,
+        models=label_anchored_contestants,
         languages=label_anchored_languages,
         human_labels=HUMAN_LABELS,
     localrule: True  # Newton fits on a few thousand units: seconds

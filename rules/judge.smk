@@ -24,7 +24,8 @@ rule judge_pair:
         judge=alternatives(PER_PAIR_JUDGES),
     params:
         judge=judge_entry,
-        pairs=lambda wildcards: [pair_files(wildcards.judge, lang, wildcards.model_a, wildcards.model_b) for lang in LANGUAGES],
+        pairs=lambda wildcards: [pair_files(wildcards.judge, lang, wildcards.model_a, wildcards.model_b)
+                                 for lang in pair_languages(config, wildcards.model_a, wildcards.model_b)],
         judging=judge_settings,
         cache_dir=config["cache_dir"],
     localrule: True
@@ -53,7 +54,7 @@ rule judge_pairs_local_model:
     params:
         judge=judge_entry,
         pairs=lambda wildcards: [
-            pair_files(wildcards.judge, lang, a, b) for lang in LANGUAGES for a, b in judge_pairs(config, wildcards.judge)
+            pair_files(wildcards.judge, lang, a, b) for lang in LANGUAGES for a, b in judge_pairs(config, wildcards.judge, lang)
         ],
         judging=judge_settings,
         cache_dir=config["cache_dir"],
@@ -156,3 +157,13 @@ rule judge_round:
         "../envs/llm.yaml"
     script:
         "../scripts/judge_pairs.py"
+
+
+# The rules above (and generate.smk's, features.smk's) that write one model's or one pair's files
+# in every language, copied for the models, and pairs, that answer fewer (rules/common.smk); from a
+# file of rules/, whose relative script and environment paths the copies keep.
+plan_answered_languages(
+    ["generate_answers", "deterministic_features", "embedding_features", "nli_features", "reranker_features",
+     "llm_features", "merge_features"],
+    ["judge_pair"],
+)

@@ -142,7 +142,7 @@ rule mars_scores:
         "results/mars/scores/{model}.csv",
     params:
         cache_dir=config["cache_dir"],
-        languages=MARS_LANGUAGES,
+        languages=mars_model_languages,
         judge=MARS and MARS["judge"],
         metrics=MARS_METRICS,
         scoring=MARS and MARS["scoring"],

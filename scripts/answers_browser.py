@@ -23,7 +23,7 @@ def main() -> None:
     if sm.input.leaderboard:  # systems in the leaderboard's order, the best first
         ranked = read_table(sm.input.leaderboard[0])["model"].tolist()
         models = [m for m in ranked if m in models] + [m for m in models if m not in ranked]
-    data = browser_data(questions, answers, games, models, sm.params.judge)
+    data = browser_data(questions, answers, games, models, sm.params.judge, sm.params.model_languages)
     Path(sm.output[0]).write_text(answers_page(data), encoding="utf-8")
 
 

@@ -19,11 +19,14 @@ def main() -> None:
     settings, judge, languages = sm.params.surrogate, sm.wildcards.judge, sm.params.languages
     store = surrogate_store(sm.params.cache_dir)
     # input.features follows params.models: one manifest per model, one path per language
-    paths = {model: manifest_paths(manifest, "features", languages) for model, manifest in zip(sm.params.models, sm.input.features)}
+    # a model that answers some languages (model_languages) has features in those only
+    answered = sm.params.model_languages
+    paths = {model: dict(zip(answered[model], manifest_paths(manifest, "features", answered[model])))
+             for model, manifest in zip(sm.params.models, sm.input.features)}
     for k, lang in enumerate(languages):
         logging.getLogger("polyrag").info("surrogate of %s in %s", judge, lang)
         questions = pd.read_parquet(sm.input.questions[k], columns=["query_id", "arena"])
-        features = {model: pd.read_parquet(paths[model][k]) for model in sm.params.models}
+        features = {model: pd.read_parquet(paths[model][lang]) for model in sm.params.models if lang in paths[model]}
         table, samples, metrics, model_features = surrogate(
             features, read_table(sm.input.bradley_terry[k]), pd.read_parquet(sm.input.bootstrap[k]),
             pd.read_parquet(sm.input.tournaments[k]), questions.loc[questions["arena"], "query_id"].astype(str).tolist(),

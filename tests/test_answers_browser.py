@@ -72,6 +72,20 @@ def test_a_missing_answers_file_or_unknown_question_is_refused_by_name():
         browser_data(questions, answers, games, MODELS, "reference")
 
 
+def test_a_system_not_asked_a_language_is_shown_as_not_asked_not_refused():
+    """A system with languages: that leave out the browser's language has no answers file there:
+    not refused (as a missing file of a language it answers is), and named as not asked."""
+    questions, answers, games = fixture_tables()
+    without = {k: v for k, v in answers.items() if k[0] != "closed"}
+    data = browser_data(questions, without, games, MODELS, "reference",
+                        {"mock-0": ["en"], "evil": ["en"], "closed": ["de"]})
+    assert data["not_asked"] == {"en": ["closed"]}
+    assert all("closed" not in q["answers"] for q in data["questions"]["en"])
+    assert "not asked in this language" in answers_page(data)
+    with pytest.raises(DataError, match="model 'closed' in language 'en'"):  # it declares en and has no file
+        browser_data(questions, without, games, MODELS, "reference", {"mock-0": ["en"], "evil": ["en"], "closed": ["en"]})
+
+
 def test_page_carries_the_text_only_as_escaped_json():
     questions, answers, games = fixture_tables()
     data = browser_data(questions, answers, games, MODELS, "reference")

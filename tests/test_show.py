@@ -228,3 +228,24 @@ def test_summary_says_whether_the_retriever_or_the_generator_moves_the_ranking(t
     block = text.split("Retriever or generator? (")[1]
     assert "components.json):\nThe generator moves the ranking more than the passages (95%)" in block
     assert "Judge reference, 300 questions in en" in block
+
+
+def test_a_system_that_answers_some_languages_is_shown_ranked_over_those(tmp_path):
+    """The leaderboard's languages column (a system with languages: [en]) is shown as "ranked on",
+    and your system's sentence says which languages it was ranked over and which it was not asked."""
+    models = ["mock-0", "my-system", "gemma-270m", "mock-50"]
+    languages = ["en,de", "en", "en,de", "en,de"]
+    write_leaderboard(tmp_path, models, languages=languages)
+    detailed = pd.read_csv(tmp_path / "leaderboard_detailed.csv")
+    detailed.loc[detailed["model"] == "my-system", "rank_de"] = None  # not asked: no rank in German
+    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
+    rows = {cells(line)[2]: cells(line) for line in leaderboard_rows(text)}
+    assert rows["my-system"][-1] == "en" and rows["mock-0"][-1] == "en,de"
+    assert "ranked on: the languages a model answers" in " ".join(text.split())
+    yours = text.split("Your systems:\n")[1].split("\n\n")[0]
+    assert yours == ("my-system: rank 2 of 4 (95% rank range 1-4); score 1.9 [1.5, 2.3] (a Bradley-Terry logit); "
+                     "by language: en 2; ranked over en only, the languages it answers (not asked de)")
+    # a run whose systems all answer every language shows no such column
+    write_leaderboard(tmp_path / "full", models, languages="en,de")
+    assert "ranked on" not in summary(tmp_path / "full" / "leaderboard.csv", tmp_path / "report.html")

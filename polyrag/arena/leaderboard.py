@@ -6,15 +6,20 @@ games and share spent); ``results/leaderboard_detailed.csv`` holds every column 
 
 In each language, a judged model's arena logit is its Bradley-Terry logit; a model that was not
 judged (``judged: false``) takes the surrogate's prediction, on the same scale. Per language,
-models are ranked by that logit. Overall:
+models are ranked by that logit. A model that answers only some languages (``languages:``,
+``polyrag.config.queries.model_languages``) has rows in those only: its ``rank_{lang}`` elsewhere
+is empty (not applicable), and ``languages`` names the languages each model is ranked over.
+Overall:
 
-- ``score`` is the mean arena logit over languages;
+- ``score`` is the mean arena logit over the languages the model answers (every language for a
+  model that answers all): a language it was not asked neither lowers nor raises it;
 - ``ci_low``/``ci_high`` is the 95% interval of that mean from bootstrap tournaments (tournament
   t of every language together; languages are resampled independently), using the BT bootstrap
   for judged models and the surrogate's per-tournament predictions otherwise, built as in the
   Bradley-Terry table (``bradley_terry.intervals_and_ranks``, each model at the fewest questions
   it played in any language, ``model_questions``; a model that was not judged in a language
-  counts that language's questions). For models ranked by the surrogate alone the interval reflects question sampling
+  counts that language's questions); a model's tournament t is the mean over its own languages,
+  so its interval is that of its own score. For models ranked by the surrogate alone the interval reflects question sampling
   only, not the surrogate's own error (see ``surrogate_metrics.json`` for that);
 - ``rank`` orders models by ``score``, the quantity the interval belongs to;
   ``rank_best``..``rank_worst`` hold jointly for all models at 95% (simultaneous intervals of the
@@ -45,8 +50,8 @@ LABEL_ANCHORED_COLUMNS = {"logit": "label_anchored_logit", "ci_low": "label_anch
                           "ci_high": "label_anchored_ci_high", "rank": "label_anchored_rank",
                           "rank_best": "label_anchored_rank_best", "rank_worst": "label_anchored_rank_worst",
                           "note": "label_anchored_note"}
-SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "games",
-                 "share_spent"]
+SHORT_COLUMNS = ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged", "languages",
+                 "games", "share_spent"]
 
 
 def language_table(lang: str, bt: pd.DataFrame, bootstrap: pd.DataFrame, surrogate: pd.DataFrame,
@@ -77,16 +82,20 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     ranks = by_language.pivot(index="model", columns="lang", values="rank")[languages]
     logits = by_language.pivot(index="model", columns="lang", values="arena_logit")[languages]
     models = ranks.index
-    samples = np.mean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
-    score = logits.mean(axis=1).to_numpy()
+    # A model's cells exist in the languages it answers only (NaN elsewhere): its score and each of
+    # its tournaments are means over those.
+    samples = np.nanmean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
+    score = logits.mean(axis=1, skipna=True).to_numpy()
+    ranked_on = logits.notna().apply(lambda row: ",".join(lang for lang in languages if row[lang]), axis=1)
     played = by_language.groupby("model")["model_questions"].min().reindex(models).to_numpy(int)
     low, high, best, worst = intervals_and_ranks(score, samples, played)
     table = pd.DataFrame({"model": models, "rank": rank_by(score).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,
-                          "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy()})
+                          "judged": by_language.groupby("model")["judged"].all().reindex(models).to_numpy(),
+                          "languages": ranked_on.to_numpy()})
     for lang in languages:
-        table[f"rank_{lang}"] = ranks[lang].to_numpy()
+        table[f"rank_{lang}"] = ranks[lang].astype("Int64").array  # empty where the model does not answer
     table = table.sort_values(["rank", "model"], ignore_index=True)
     columns = ["model", "lang", "judged", "bt_logit", "bt_ci_low", "bt_ci_high", "surrogate_logit", "arena_logit", "rank",
                "n_questions", "model_questions"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from polyrag.arena.adaptive import AdaptiveSettings, exhaustive_units, parse_budget, planned_rounds
-from polyrag.config.queries import arena_questions, budget_spec, joined, settings_entry
+from polyrag.config.queries import answers_language, arena_questions, budget_spec, joined, settings_entry
 
 
 def adaptive_settings(config: dict) -> AdaptiveSettings:
@@ -32,7 +32,8 @@ def judge_round_count(config: dict, judge: str, lang: str) -> int:
     rounds after the budget is spent are empty and cost no call)."""
     spec, key = budget_spec(config, lang)
     settings, questions = adaptive_settings(config), arena_questions(config, judge)
-    first = joined(config, judge)
+    # the contestants that answer this language (a model with languages: plays only in its own)
+    first = {model: joins for model, joins in joined(config, judge).items() if answers_language(config, model, lang)}
     counts = []
     for start in sorted(set(first.values())):
         models = [model for model, joins in first.items() if joins <= start]

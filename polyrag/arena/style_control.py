@@ -206,19 +206,20 @@ def style_controlled_ranks(per_language: dict[str, tuple[pd.DataFrame, pd.DataFr
     """The overall style-controlled ranking from ``{lang: (table, bootstrap)}`` of
     ``style_controlled_bt``, built as ``leaderboard.leaderboard`` builds ``rank`` from the BT
     logits: ``score_style_controlled`` is the mean logit over languages, its interval the
-    percentiles of the per-tournament mean, ``rank_style_controlled`` orders by the score. Only
-    models judged in every language are ranked (the surrogate predicts raw BT logits, not
-    style-controlled ones); merge it onto the leaderboard with ``how="left"``."""
-    languages = list(per_language)
-    judged = set.intersection(*(set(table["model"]) for table, _ in per_language.values()))
-    models = sorted(judged)
-    score = np.mean([table.set_index("model").loc[models, "logit"].to_numpy() for table, _ in per_language.values()],
-                    axis=0)
-    samples = np.mean([bootstrap.pivot(index="tournament", columns="model", values="logit")[models].to_numpy()
-                       for _, bootstrap in (per_language[lang] for lang in languages)], axis=0)
-    played = np.min([table.set_index("model").loc[models, "model_questions" if "model_questions" in table
-                                                   else "n_questions"].to_numpy(int)
-                     for table, _ in per_language.values()], axis=0)  # each model's fewest questions
+    percentiles of the per-tournament mean, ``rank_style_controlled`` orders by the score. Every
+    judged model is ranked over the languages it was judged in: each language's table holds the
+    judge's contestants that answer it, so a model that answers some languages (``languages:``) is
+    ranked over those, as on the leaderboard. Models ranked by the surrogate are not (it predicts
+    raw BT logits, not style-controlled ones); merge it onto the leaderboard with ``how="left"``."""
+    tables = [table.set_index("model") for table, _ in per_language.values()]
+    models = sorted(set().union(*(table.index for table in tables)))
+    # languages x models, NaN where a model was not judged: means over each model's own languages
+    logits = np.array([table["logit"].reindex(models).to_numpy(float) for table in tables])
+    score = np.nanmean(logits, axis=0)
+    samples = np.nanmean([bootstrap.pivot(index="tournament", columns="model", values="logit").reindex(columns=models)
+                          .to_numpy() for _, bootstrap in per_language.values()], axis=0)
+    played = np.nanmin([table["model_questions" if "model_questions" in table else "n_questions"].reindex(models)
+                        .to_numpy(float) for table in tables], axis=0).astype(int)  # each model's fewest questions
     low, high = bootstrap_interval(score, samples, played)
     return pd.DataFrame({"model": models, "score_style_controlled": score, "ci_low_style_controlled": low,
                          "ci_high_style_controlled": high,

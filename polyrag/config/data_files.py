@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from polyrag.config.patterns import check_placeholders
+from polyrag.config.queries import model_languages
 from polyrag.config.retrieval import DEMO_CORPUS_FOLDERS, corpus_language, corpus_source_files
 from polyrag.errors import ConfigError, DataError
 from polyrag.meta_eval.memerag import memerag_file
@@ -80,10 +81,10 @@ def system_answer_files(config: dict, model: str) -> list[str]:
     """The answer files (one per language) and corpus files of a system read from files
     (models.{model}.answers, corpus), or the passage files of a model given its passages from files
     (models.{model}.passages.file, corpus), else none: the inputs of its generation job."""
-    entry = config["models"][model]
+    entry, languages = config["models"][model], model_languages(config, model)  # a file for each it answers
     if not reads_answer_files(entry):
-        return passage_file_paths(entry, config["languages"])
-    return system_files(entry, config["languages"])
+        return passage_file_paths(entry, languages)
+    return system_files(entry, languages)
 
 
 def parallel_docids(config: dict, retriever: str, workflow_dir: Path) -> bool:
@@ -207,17 +208,18 @@ def check_local_data(config: dict, source: str, training_languages: list[str], g
                 raise ConfigError(f"{source}: judges.{name}.dir: {path} does not exist (recorded verdicts in {lang!r})")
     for name, entry in config["models"].items():
         written = name in (config.get("systems") or {})  # a retrieved system's passage files are the workflow's
-        for path in passage_file_paths(entry, config["languages"]) if passage_file_spec(entry) and not written else ():
+        languages = model_languages(config, name)  # a language it does not answer needs no file
+        for path in passage_file_paths(entry, languages) if passage_file_spec(entry) and not written else ():
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: models.{name}.passages: {path} does not exist (a file of the passages "
                                   f"model {name!r} is given, or their corpus)")
         if not reads_answer_files(entry):
             continue
-        for path, lang in zip(answer_paths(entry, config["languages"]), config["languages"]):
+        for path, lang in zip(answer_paths(entry, languages), languages):
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: models.{name}.answers: {path} does not exist (the answers of system "
                                   f"{name!r} in {lang!r})")
-        for path in corpus_paths(entry, config["languages"]):
+        for path in corpus_paths(entry, languages):
             if not Path(path).is_file():
                 raise ConfigError(f"{source}: models.{name}.corpus: {path} does not exist (the passages the docids of "
                                   f"system {name!r} are looked up in)")

@@ -67,6 +67,37 @@ def system_components(config: dict) -> dict[str, dict]:
     return components
 
 
+def model_languages(config: dict, model: str) -> list[str]:
+    """The language keys ``model`` answers, in the run's order: its ``languages:`` (a baseline's
+    or a retrieved system's: its generator's unless it names its own), else every language of the
+    run. The one place that says which (model, language) cells exist: the rules plan their jobs and
+    inputs from it, the scripts read only these cells, and a model is judged, scored and ranked in
+    these languages only."""
+    declared = config["models"][model].get("languages")
+    return [lang for lang in config["languages"] if declared is None or lang in declared]
+
+
+def answers_language(config: dict, model: str, lang: str) -> bool:
+    """Whether ``model`` answers the questions of ``lang`` (``model_languages``)."""
+    return lang in model_languages(config, model)
+
+
+def answering_models(config: dict, lang: str, models: list[str] | None = None) -> list[str]:
+    """``models`` (default: every model) that answer ``lang``, in their order."""
+    return [model for model in (config["models"] if models is None else models) if answers_language(config, model, lang)]
+
+
+def pair_languages(config: dict, model_a: str, model_b: str) -> list[str]:
+    """The languages where two models meet: those both answer (a judged pair exists only there)."""
+    return [lang for lang in model_languages(config, model_a) if answers_language(config, model_b, lang)]
+
+
+def partial_models(config: dict) -> dict[str, list[str]]:
+    """The models that answer only some of the run's languages, with those languages."""
+    return {model: model_languages(config, model) for model in config["models"]
+            if len(model_languages(config, model)) < len(config["languages"])}
+
+
 def run_name(retriever: str, reranker: str | None) -> str:
     """The name of a retrieval run: the retriever's, or ``{retriever}+{reranker}`` reranked."""
     return retriever if reranker is None else f"{retriever}+{reranker}"
@@ -133,12 +164,19 @@ def judge_contestants(config: dict, judge: str) -> list[str]:
     return sorted(entry.get("contestants") or judged_models(config))
 
 
-def judge_pairs(config: dict, judge: str) -> list[tuple[str, str]]:
-    """The model pairs a judge judges (a panel: the pairs every member judges)."""
+def judge_pairs(config: dict, judge: str, lang: str | None = None) -> list[tuple[str, str]]:
+    """The model pairs a judge judges (a panel: the pairs every member judges); in ``lang``, only
+    the pairs of models that both answer it (``pair_languages``)."""
     entry = config["judges"][judge]
     if judge_kind(entry, judge).scheduling == "panel":
-        return sorted(set.intersection(*(set(judge_pairs(config, member)) for member in entry["members"])))
-    return model_pairs(judge_contestants(config, judge))
+        return sorted(set.intersection(*(set(judge_pairs(config, member, lang)) for member in entry["members"])))
+    pairs = model_pairs(judge_contestants(config, judge))
+    return pairs if lang is None else [(a, b) for a, b in pairs if lang in pair_languages(config, a, b)]
+
+
+def language_contestants(config: dict, judge: str, lang: str) -> list[str]:
+    """A judge's contestants that answer ``lang``: the models of its Bradley-Terry fit there."""
+    return answering_models(config, lang, judge_contestants(config, judge))
 
 
 def families(config: dict, section: str) -> dict[str, str]:

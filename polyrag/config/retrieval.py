@@ -45,7 +45,10 @@ def system_entry(generator_entry: dict, name: str, system: dict, generator: str)
     resources, family), given the passages of its run, with what it is under SYSTEM."""
     passages = {"file": SYSTEM_PASSAGES.replace("{system}", name), "corpus": None}
     parts = {"retriever": system["retriever"], "reranker": system["reranker"], "top_k": system["top_k"]}
-    return {**baseline_entry(generator_entry, passages, generator), "judged": system["judged"], SYSTEM: parts}
+    entry = {**baseline_entry(generator_entry, passages, generator), "judged": system["judged"], SYSTEM: parts}
+    if system.get("languages"):  # its own languages, else its generator's (baseline_entry)
+        entry["languages"] = system["languages"]
+    return entry
 
 
 def add_systems(config: dict, source: str = "config") -> None:

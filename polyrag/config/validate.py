@@ -201,6 +201,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     error = best_match(validator.iter_errors(config))
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
+    check_model_languages(config, source)
     workflow_dir = Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent
     resolve_local_data(config, workflow_dir)
     check_mock_passages(config, source)
@@ -224,6 +225,27 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     if check_models:
         check_named_models(config, source)
     return config
+
+
+def check_model_languages(config: dict, source: str) -> None:
+    """A model's or a system's ``languages:`` names only language keys of the run (the schema
+    refuses an empty or repeated list); a judge judges every language and takes none."""
+    known = config["languages"]
+    for section in ("models", "systems"):
+        for name, entry in (config.get(section) or {}).items():
+            declared = entry.get("languages")
+            if declared is None:
+                continue
+            unknown = [lang for lang in declared if lang not in known]
+            if unknown:
+                raise ConfigError(f"{source}: {section}.{name}.languages: {', '.join(map(repr, unknown))} "
+                                  f"{'is' if len(unknown) == 1 else 'are'} not among the run's languages "
+                                  f"(known: {', '.join(known)}); name a subset of languages:, or drop the key "
+                                  "to answer every one")
+    for name, entry in config["judges"].items():
+        if entry.get("languages") is not None:
+            raise ConfigError(f"{source}: judges.{name}.languages: a judge judges every language of the run; "
+                              "drop the key (a model takes languages: under models:)")
 
 
 def check_known_truths(config: dict, source: str) -> None:

@@ -16,7 +16,7 @@ def check_ingredients(expected):
         "detailed": lambda: rules.leaderboard.output.detailed,
         "mars_systems": lambda: rules.mars_meta_eval.output.systems,
         "finetune_gain": lambda: rules.finetune_gain.output[0],
-        "answers": lambda: {model: {lang: ANSWERS.format(model=model, lang=lang) for lang in LANGUAGES}
+        "answers": lambda: {model: {lang: ANSWERS.format(model=model, lang=lang) for lang in model_languages(config, model)}
                             for model in CHECK_SETTINGS["passage_order"]["grounded"]},
         "questions": lambda: {lang: QUESTIONS.format(lang=lang) for lang in LANGUAGES},
         "judge_games": lambda: {judge: {lang: judgment_paths(judge, lang) for lang in LANGUAGES} for judge in expected},

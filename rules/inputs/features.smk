@@ -15,7 +15,12 @@ def feature_groups():
 
 def feature_group_files(wildcards):
     """The feature groups of one model, language by language (in the order of LANGUAGES)."""
-    return [FEATURE_GROUP.format(model=wildcards.model, lang=lang, group=group) for lang in LANGUAGES for group in feature_groups()]
+    return [FEATURE_GROUP.format(model=wildcards.model, lang=lang, group=group)
+            for lang in model_language_keys(wildcards) for group in feature_groups()]
+
+
+def model_features(wildcards):
+    return expand(FEATURES, model=wildcards.model, lang=model_language_keys(wildcards))
 
 
 def llm_feature_judge(wildcards):

@@ -4,6 +4,19 @@ from polyrag.config.queries import generation_settings, job_entry, wrong_languag
 from polyrag.systems.answer_files import reads_answer_files
 
 
+def model_language_keys(wildcards):
+    """The languages this model answers (polyrag.config.queries.model_languages): its jobs' languages."""
+    return model_languages(config, wildcards.model)
+
+
+def model_questions(wildcards):
+    return expand(QUESTIONS, lang=model_language_keys(wildcards))
+
+
+def model_answers(wildcards):
+    return expand(ANSWERS, model=wildcards.model, lang=model_language_keys(wildcards))
+
+
 def model_entry(wildcards):
     """Only this model's own entry (without its baselines: switching them on adds their jobs and
     reruns none of its own): editing another model never reruns this one's jobs."""
@@ -23,7 +36,7 @@ def wrong_language_sources(wildcards):
     entry = config["models"][wildcards.model]
     if entry["backend"] != "mock" or entry.get("grounded") or "wrong_language" not in entry["corruptions"]:
         return {}
-    return {lang: wrong_language_source(entry, lang, LANGUAGES) for lang in LANGUAGES}
+    return {lang: wrong_language_source(entry, lang, LANGUAGES) for lang in model_language_keys(wildcards)}
 
 
 def student_adapter_files(wildcards):

@@ -19,6 +19,19 @@ def filled_labels_file(wildcards):
     return expand(rules.stand_in_labels.output[0], lang=wildcards.lang, judge=HUMAN_LABELS["stand_in"])[0]
 
 
+def labelled_contestants(wildcards):
+    """The labelled judge's contestants that answer the language of the job."""
+    return language_contestants(config, HUMAN_LABELS["judge"], wildcards.lang)
+
+
 def label_anchored_languages(wildcards):
     """The languages a label-anchored table pools: one, or every labelled one for ``all``."""
     return LABELLED_LANGUAGES if wildcards.scope == "all" else [wildcards.scope]
+
+
+def label_anchored_contestants(wildcards):
+    """The judge's contestants that answer one of the table's languages (a model with languages:
+    that leave them all out has no unit there)."""
+    languages = label_anchored_languages(wildcards)
+    return [model for model in judge_contestants(config, wildcards.judge)
+            if any(answers_language(config, model, lang) for lang in languages)]

@@ -1,7 +1,8 @@
 # The input functions and constants of rules/judge.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.arena.rounds import judge_round_count
 from polyrag.config.data_files import recorded_files
-from polyrag.config.queries import judge_contestants, judge_pairs, judging_settings, models_at, round_judges
+from polyrag.config.queries import (answering_models, judge_contestants, judge_pairs, judging_settings,
+                                    language_contestants, models_at, round_judges)
 from polyrag.judge.kinds import judge_kind, judges_scheduled
 
 # How each judge judges (polyrag/judge/kinds.py): on local weights, one job for every pair (one
@@ -53,7 +54,7 @@ def judgment_paths(judge, lang, pairs=None):
 def pair_games_files(wildcards):
     """The files of every pair a judge called per pair judges, in one language (rule gather_games)."""
     return [PAIR_GAMES.format(judge=wildcards.judge, lang=wildcards.lang, model_a=a, model_b=b)
-            for a, b in judge_pairs(config, wildcards.judge)]
+            for a, b in judge_pairs(config, wildcards.judge, wildcards.lang)]
 
 
 def round_paths(pattern, judge, lang, rounds=None):
@@ -65,7 +66,7 @@ def round_paths(pattern, judge, lang, rounds=None):
 def round_models(wildcards):
     """The models of one round: a model joining later (arena.adaptive.joined) is not in the
     earlier rounds' params or inputs, so adding it reruns none of them."""
-    return models_at(config, wildcards.judge, int(wildcards.k))
+    return answering_models(config, wildcards.lang, models_at(config, wildcards.judge, int(wildcards.k)))
 
 
 def judgment_files(wildcards):
@@ -73,7 +74,10 @@ def judgment_files(wildcards):
 
 
 def contestants(wildcards):
-    """The models this judge judges (its contestants, else every judged model)."""
+    """The models this judge judges (its contestants, else every judged model); in a job's
+    language, those that answer it."""
+    if "lang" in wildcards.keys():
+        return language_contestants(config, wildcards.judge, wildcards.lang)
     return judge_contestants(config, wildcards.judge)
 
 
@@ -90,7 +94,7 @@ def contestant_answers_in_language(wildcards):
 def member_games(wildcards):
     """A panel's members and their games files in this language holding the panel's pairs (those
     every member judges), so a model only some members judge does not rerun the panel."""
-    pairs = judge_pairs(config, wildcards.judge)
+    pairs = judge_pairs(config, wildcards.judge, wildcards.lang)
     members = config["judges"][wildcards.judge]["members"]
     return {member: judgment_paths(member, wildcards.lang, pairs) for member in members}
 

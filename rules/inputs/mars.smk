@@ -13,6 +13,8 @@ MARS_LANGUAGES = mars_languages(config) if MARS else []
 MARS_PAIRS = mars_pairs(config) if MARS else []
 MARS_GOLD_PAIRS = mars_gold_pairs(config) if MARS else []
 MARS_METRICS = MARS["metrics"] if MARS else []
+# The models MARS scores: those answering one of its languages (a partial model: in those only).
+MARS_MODELS = [model for model in MODELS if any(answers_language(config, model, lang) for lang in MARS_LANGUAGES)]
 
 
 wildcard_constraints:
@@ -55,8 +57,13 @@ def mars_calibration_inputs(wildcards):
     return expand(rules.memerag_sentences.output[0], memerag_lang=META_LANGUAGES)
 
 
+def mars_model_languages(wildcards):
+    """MARS's languages that this model answers."""
+    return [lang for lang in MARS_LANGUAGES if answers_language(config, wildcards.model, lang)]
+
+
 def mars_answer_files(wildcards):
     return {
-        "questions": expand(QUESTIONS, lang=MARS_LANGUAGES),
-        "answers": expand(ANSWERS, model=wildcards.model, lang=MARS_LANGUAGES),
+        "questions": expand(QUESTIONS, lang=mars_model_languages(wildcards)),
+        "answers": expand(ANSWERS, model=wildcards.model, lang=mars_model_languages(wildcards)),
     }

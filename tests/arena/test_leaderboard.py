@@ -64,8 +64,9 @@ def test_the_short_leaderboard_is_what_a_reader_needs_first_and_mars_columns_nam
     detailed = with_mars_scores(table, scores)
     assert set(detailed["mars_languages"]) == {"en"} and detailed["mars_af"].eq(0.8).all()
     short = short_leaderboard(detailed)
-    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged"]
-    assert short.equals(detailed[short.columns]) and len(detailed.columns) == 15
+    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged",
+                                   "languages"]
+    assert short.equals(detailed[short.columns]) and len(detailed.columns) == 16
 
 
 def test_leaderboard_rank_never_contradicts_the_interval():

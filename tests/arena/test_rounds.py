@@ -167,3 +167,19 @@ def test_round_params_do_not_depend_on_the_order_of_config_keys(demo_config, rep
     demo_config["arena"]["adaptive"] = {"neighbours": 4, "bootstrap": 0, "block": 3, "joined": {"mock-80": 3}}
     second = settings_entry(check(demo_config, repo))
     assert list(first.items()) == list(second.items()) and "joined" not in second
+
+
+
+def test_a_language_plans_its_rounds_for_the_models_that_answer_it(demo_config, repo):
+    """Under a budget, a language's rounds are planned for the contestants that answer it: an
+    English-only model (languages: [en]) is not one of Hindi's. Hindi's budget of 16 units connects
+    the 16 systems that answer Hindi (a cycle through them), and would not connect 17."""
+    demo_config["models"]["mock-en"] = {"backend": "mock", "error_rate": 0.3, "languages": ["en"]}
+    demo_config["checks"]["mock_order"] = False  # two mocks of one error rate otherwise
+    demo_config["arena"]["budget_by_language"] = {"hi": {"games": 32}}
+    config = check(demo_config, repo)
+    assert len(judge_contestants(config, "reference")) == 17
+    assert judge_round_count(config, "reference", "hi") == 1
+    demo_config["models"]["mock-en"]["languages"] = ["en", "hi"]
+    with pytest.raises(ConfigError, match=r"arena.budget_by_language.hi: .* fewer than the 17"):
+        judge_round_count(check(demo_config, repo), "reference", "hi")

@@ -263,3 +263,24 @@ def test_style_controlled_ranks_average_languages_like_the_leaderboard():
     half = student_t.ppf(0.975, 19) * np.sqrt(20 / 19) * mean.std(ddof=1)  # 20 questions per language
     np.testing.assert_allclose(ranks.loc["a", ["ci_low_style_controlled", "ci_high_style_controlled"]].to_numpy(float),
                                [ranks.loc["a", "score_style_controlled"] - half, ranks.loc["a", "score_style_controlled"] + half])
+
+
+def test_a_model_judged_in_some_languages_is_ranked_over_those():
+    """A model that answers English only (``languages:``) is in English's table alone: its
+    style-controlled score is its English logit with its English interval, not a missing row."""
+    per_language = {}
+    for k, lang in enumerate(["en", "de"]):
+        order = TRUE_ORDER if lang == "en" else {m: s for m, s in TRUE_ORDER.items() if m != "a"}
+        lengths = {m: LONGER_WHEN_WORSE[m] for m in order}
+        games, style = styled_arena(order, lengths, 20, np.random.default_rng(30 + k), 2.0)
+        table, _, bootstrap = style_controlled_bt(games, style, sorted(order), 0.01, 20, np.random.default_rng(40 + k))
+        per_language[lang] = (table, bootstrap)
+    ranks = style_controlled_ranks(per_language).set_index("model")
+    en, de = (per_language[lang][0].set_index("model")["logit"] for lang in ("en", "de"))
+    assert sorted(ranks.index) == ["a", "b", "c", "d"]
+    assert ranks.loc["a", "score_style_controlled"] == pytest.approx(en["a"])
+    np.testing.assert_allclose(ranks.loc[["b", "c", "d"], "score_style_controlled"], ((en + de) / 2)[["b", "c", "d"]])
+    samples = per_language["en"][1].query("model == 'a'")["logit"].to_numpy()
+    half = student_t.ppf(0.975, 19) * np.sqrt(20 / 19) * samples.std(ddof=1)
+    np.testing.assert_allclose(ranks.loc["a", ["ci_low_style_controlled", "ci_high_style_controlled"]].to_numpy(float),
+                               [en["a"] - half, en["a"] + half])
