@@ -16,10 +16,14 @@ the same extrapolation, untested by simulation.
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
+
+from polyrag.ledger import RESULTS_DIR, load_config
 
 
 def needed(pilot_size: int, pilot_half_width: float, target_half_width: float) -> int:
@@ -65,13 +69,46 @@ def questions_plan(arena_dir: str | Path, judge: str, languages: list[str], targ
     return pd.DataFrame(rows)
 
 
-def labels_plan(table: pd.DataFrame, n_labels: int, target: float) -> dict:
+def labels_plan(table: pd.DataFrame, n_labels: int | None, target: float) -> dict:
     """From a label-anchored table (``ci_low``, ``ci_high``, ``n_eff``) fitted on ``n_labels`` human
     labels: the labels needed for ``target`` (widest half-width) and what they are worth (``n_eff``
     scaled alike: a labels-only ranking would need that many)."""
+    n_labels = int(table["n_labels"].max()) if n_labels is None else n_labels
     widest = float(half_widths(table).max())
     labels = needed(n_labels, widest, target)
     n_eff = float(table["n_eff"].min()) if "n_eff" in table else float("nan")
-    return {"pilot_labels": n_labels, "pilot_half_width": widest, "target_half_width": target,
+    return {"labels_pilot": n_labels, "labels_pilot_half_width": widest, "labels_target_half_width": target,
             "labels_needed": labels, "labels_only_equivalent": math.ceil(n_eff * labels / n_labels)
             if n_labels and not math.isnan(n_eff) else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m polyrag.planner", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configfile", default="config.yaml")
+    parser.add_argument("--judge", default=None, help="the arena's judge (default: the leaderboard's)")
+    parser.add_argument("--target", type=float, required=True, help="target half-width of the Bradley-Terry intervals (logits)")
+    parser.add_argument("--labels-target", type=float, default=None,
+                        help="target half-width of the label-anchored intervals (needs arena.human_labels)")
+    args = parser.parse_args(argv)
+    from polyrag.config.queries import arena_judge
+
+    config = load_config(args.configfile, Path(__file__).resolve().parent.parent)
+    judge = args.judge or arena_judge(config)
+    arena = Path(RESULTS_DIR) / "arena"
+    plan = questions_plan(arena, judge, config["languages"], args.target)
+    if args.labels_target is not None and config["arena"]["human_labels"]:
+        labelled = config["arena"]["human_labels"]["judge"]
+        labels = []
+        for lang in config["languages"]:
+            path = arena / labelled / lang / "label_anchored.csv"
+            labels.append(labels_plan(pd.read_csv(path, dtype={"model": str}), None, args.labels_target)
+                          if path.exists() else {})
+        plan = pd.concat([plan, pd.DataFrame(labels)], axis=1)
+    plan.to_csv(Path(RESULTS_DIR) / "plan.csv", index=False)
+    print(plan.to_string(index=False))
+    print("An extrapolation from the pilot's measured variance (half-width ~ c(Q)/sqrt(Q)); docs/planning.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
