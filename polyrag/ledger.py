@@ -345,7 +345,14 @@ class TokenCounter:
             from polyrag.llm.weights import gguf_from_package
 
             path = model_path or gguf_from_package(package, self.cache_dir)
-            vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+            try:  # llama.cpp writes a context warning to the process's stderr even with verbose=False
+                from llama_cpp._utils import suppress_stdout_stderr
+
+                quiet = suppress_stdout_stderr(disable=False)
+            except ImportError:
+                quiet = contextlib.nullcontext()
+            with quiet:
+                vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
             return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=True, special=True))
         return None
 
