@@ -478,19 +478,20 @@ def merged(works: list[Work]) -> list[Work]:
     return out
 
 
-def observed_answer_tokens(works: list[Work], caches: dict, counter: TokenCounter) -> dict[str, float]:
-    """Per answering generator, the mean completion tokens of its cached answers (its own tokenizer)."""
-    observed: dict[str, list[int]] = defaultdict(list)
+def observed_output_tokens(works: list[Work], caches: dict, counter: TokenCounter) -> dict[tuple[str, str], float]:
+    """Per stage and caller, the mean completion tokens of its cached responses (its own tokenizer,
+    or the estimate's) to the requests the ledger planned."""
+    observed: dict[tuple[str, str], list[int]] = defaultdict(list)
     for work in works:
         cache = caches[work.caller]
-        if work.stage == ANSWERS and work.requests is not None and len(cache):
+        if work.requests is not None and len(cache):
             rows = cache.set_index("key")
             identities = list(cache["model"].unique())
             for request in work.requests:
                 for key in keys_of(request, work.entry["backend"], identities):
                     if key in rows.index:
-                        observed[work.caller].append(counter.count(work.entry, rows.loc[key, "response"]) - 1)  # less BOS
-    return {caller: sum(v) / len(v) for caller, v in observed.items()}
+                        observed[work.stage, work.caller].append(counter.count(work.entry, rows.loc[key, "response"]) - 1)  # less BOS
+    return {key: sum(v) / len(v) for key, v in observed.items()}
 
 
 def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None,
@@ -504,11 +505,11 @@ def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int |
     counter = TokenCounter(config["cache_dir"])
     works = merged(plan(config, results_dir, questions))
     caches = {caller: cache_rows(config["cache_dir"], caller) for caller in {w.caller for w in works}}
-    observed = observed_answer_tokens(works, caches, counter)
+    observed = observed_output_tokens(works, caches, counter)
 
     def per_call(stage: str, caller: str, max_tokens: int) -> float:
-        if stage == ANSWERS and caller in observed:
-            return min(observed[caller], max_tokens)
+        if (stage, caller) in observed:
+            return min(observed[stage, caller], max_tokens)
         return max_tokens if assumed_output is None else min(assumed_output, max_tokens)
 
     def answer_length(model: str) -> float:

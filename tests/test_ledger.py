@@ -91,6 +91,10 @@ def test_cached_and_actual_calls_come_from_the_cache(tmp_path):
     rows = ledger(config, tmp_path / "results").set_index(["stage", "caller", "lang"]).sort_index()
     assert rows.loc[(ANSWERS, "a", "en"), ["cached", "actual_calls", "actual_tokens"]].tolist() == [1, 1, 1234]
     assert rows.loc[(ANSWERS, "a", "de"), ["cached", "actual_calls"]].tolist() == [0, 0]
+    # output tokens: the observed completion ("an answer": 2 tokens) for every call of a's answers,
+    # in place of max_tokens (the default 512); b has none observed
+    assert rows.loc[(ANSWERS, "a"), "output_tokens"].tolist() == [10, 10]
+    assert rows.loc[(ANSWERS, "b"), "output_tokens"].tolist() == [5 * 512] * 2
     assert pd.isna(rows.loc[(ANSWERS, "b", "en"), "actual_calls"])  # b has no cache: nothing actual yet
 
 
