@@ -27,8 +27,10 @@ def parse_score(text: str | None) -> int | None:
     return int(found[-1]) if found else None
 
 
-def llm_scores(llm: LLM, records: list[dict], answers: list[dict], settings: dict) -> list[dict]:
-    rows = [{"query_id": r["query_id"], **dict.fromkeys(TEMPLATES)} for r in records]
+def score_prompts(records: list[dict], answers: list[dict]) -> dict[str, list[tuple[int, list[dict[str, str]]]]]:
+    """Per feature, ``(answer index, prompt)`` of every answer it scores: an answer that is empty (or,
+    for answer_overlap_llm, a question without a reference answer) is not asked (the ledger counts these)."""
+    prompts = {}
     for feature, template in TEMPLATES.items():
         jobs = []
         for k, (record, answer) in enumerate(zip(records, answers)):
@@ -39,6 +41,13 @@ def llm_scores(llm: LLM, records: list[dict], answers: list[dict], settings: dic
             if feature == "answer_overlap_llm":  # the reference cites the question's passages
                 variables["reference"] = strip_citations(record["reference_answer"], question_docids(record))
             jobs.append((k, [{"role": "user", "content": render(template, **variables)}]))
+        prompts[feature] = jobs
+    return prompts
+
+
+def llm_scores(llm: LLM, records: list[dict], answers: list[dict], settings: dict) -> list[dict]:
+    rows = [{"query_id": r["query_id"], **dict.fromkeys(TEMPLATES)} for r in records]
+    for feature, jobs in score_prompts(records, answers).items():
         results = ask_until_parsed(llm, [prompt for _, prompt in jobs], parse_score, desc=feature,
                                    failure_setting="features.llm.max_failure_fraction", **settings)
         for (k, _), result in zip(jobs, results):

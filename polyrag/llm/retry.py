@@ -21,6 +21,16 @@ class Parsed:
     rejected: bool = False  # the model rejected the last attempt's request (e.g. a prompt too long)
 
 
+def attempt_request(prompt: list[dict[str, str]], attempt: int, *, temperature: float, max_tokens: int, seed: int,
+                    response_prefix: str | None = None, stop: list[str] | None = None) -> Request:
+    """The request of ``prompt`` at ``attempt`` (0: the first), as ``ask_until_parsed`` sends it
+    (the ledger computes the same requests' cache keys)."""
+    sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed + attempt, "stop": list(stop or [])}
+    if response_prefix:
+        return Request(prompt=f"{messages_to_text(prompt)}\n\n{response_prefix}", **sampling)
+    return Request(messages=prompt, **sampling)
+
+
 def ask_until_parsed(
     llm: LLM,
     prompts: list[list[dict[str, str]]],
@@ -51,9 +61,8 @@ def ask_until_parsed(
         todo = [i for i, r in enumerate(results) if r.value is None]
         if not todo:
             break
-        sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed + attempt, "stop": list(stop or [])}
-        requests = [Request(prompt=f"{messages_to_text(prompts[i])}\n\n{response_prefix}", **sampling)
-                    if response_prefix else Request(messages=prompts[i], **sampling) for i in todo]
+        requests = [attempt_request(prompts[i], attempt, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                                    response_prefix=response_prefix, stop=stop) for i in todo]
         for i, response in zip(todo, llm.generate(requests, desc=f"{desc}, attempt {attempt + 1}")):
             result = results[i]
             result.calls += response.calls
