@@ -36,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from polyrag.config.queries import (
+    answering_models,
     arena_questions,
     budget_spec,
     finetune_languages,
@@ -185,7 +186,7 @@ def judge_work(config: dict, judge: str, lang: str, records, basis: str, questio
     from polyrag.llm.retry import attempt_request
 
     settings = judging_settings(config, judge)
-    pairs = judge_pairs(config, judge)
+    pairs = judge_pairs(config, judge, lang)
     work = Work(JUDGE, judge, config["judges"][judge], lang, settings["max_tokens"], retries=settings["max_attempts"])
     sampling = {key: settings[key] for key in ("temperature", "max_tokens", "seed", "response_prefix", "stop")}
     budgeted = judge in round_judges(config)
@@ -324,13 +325,13 @@ def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | N
     records_of = {lang: question_records(config, lang, results_dir) for lang in config["languages"]}
     called = [m for m, entry in config["models"].items() if is_called(config["models"][generator_of(m, entry)])]
     for lang, (records, basis) in records_of.items():
-        for model in called:
+        for model in answering_models(config, lang, called):
             works.append(answer_work(config, model, lang, records, basis, questions))
     for lang, (records, basis) in records_of.items():
         for judge in prompting_judges(config):
             works.append(judge_work(config, judge, lang, records, basis, questions, results_dir))
         if config["features"]["llm"] is not None:
-            for model in config["models"]:
+            for model in answering_models(config, lang):
                 works.append(feature_work(config, model, lang, records, basis, questions, results_dir))
     if config["meta_eval"] is not None:
         for judge in config["meta_eval"]["llm_judges"]:

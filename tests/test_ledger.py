@@ -55,6 +55,16 @@ def test_counts_are_the_designs_counted_by_hand(tmp_path):
     assert judge["usd"] == pytest.approx((judge["input_tokens"] * 2.5 + 48 * 300 * 10.0) / 1e6)
 
 
+def test_a_model_answering_some_languages_is_counted_in_those_only(tmp_path):
+    config = api_config(tmp_path)
+    config["models"]["c"]["languages"] = ["en"]
+    rows = ledger(config, tmp_path / "results").set_index(["stage", "caller", "lang"]).sort_index()
+    assert rows.loc[(ANSWERS, "c"), "calls"].index.get_level_values("lang").tolist() == ["en"]
+    # en: 4 models, 6 pairs; de: c is not asked, 3 models, 3 pairs (x 4 questions x 2 orders)
+    assert rows.loc[(JUDGE, "gpt", "en"), "calls"] == 48
+    assert rows.loc[(JUDGE, "gpt", "de"), "calls"] == 24
+
+
 def test_contestants_max_questions_and_a_budget(tmp_path):
     judges = {"gpt": {**API, "contestants": ["a", "b", "c"], "max_questions": 3}}
     rows = ledger(api_config(tmp_path, judges=judges, prices={}), tmp_path / "r").set_index(["stage", "caller", "lang"]).sort_index()
