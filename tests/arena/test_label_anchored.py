@@ -493,14 +493,15 @@ def table_inputs(units, labels, models):
 def check_consumers(path, models, tmp_path, expect_rows: int):
     """The leaderboard and the summary `make demo` prints read a table with empty logits and ranks."""
     from polyrag.arena.leaderboard import short_leaderboard, with_label_anchored
+    from polyrag.csv_tables import write_table
     from polyrag.show import summary
     anchored = pd.read_csv(path)
     arena = pd.DataFrame({"model": models, "rank": range(1, 6), "score": np.linspace(1, -1, 5), "ci_low": -2.0,
                           "ci_high": 2.0, "rank_best": 1, "rank_worst": 5, "judged": True})
     detailed = with_label_anchored(arena, anchored, "cite-check")
     assert detailed["label_anchored_rank"].dtype == "Int64" and detailed["label_anchored_note"].notna().all()
-    short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
-    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    write_table(short_leaderboard(detailed), tmp_path / "leaderboard.csv")
+    write_table(detailed, tmp_path / "leaderboard_detailed.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     part = text.split("Label-anchored ranking (cite-check + 30 human labels (ar)")[1]
     assert "m0: not estimable" in part
