@@ -27,20 +27,20 @@ class PlannedJob:
     local: bool
     threads: int
     gpu: int
-    mem_mb: int
-    runtime: int
+    mem_mb: int | None  # None: not declared, or left to be determined when the job runs
+    runtime: int | None
 
 
 def planned_jobs(dag_jobs: Iterable, local_rules: set[str]) -> list[PlannedJob]:
     """One row per job Snakemake would run, with the resources it asks for."""
 
     def number(resources, name):
-        value = resources.get(name, 0)
-        return value if isinstance(value, int) else 0  # a resource left to be determined at run time
+        value = resources.get(name)
+        return value if isinstance(value, int) else None  # absent, or a TBD string until the job runs
 
     return [PlannedJob(rule=job.rule.name, local=job.rule.name in local_rules, threads=declared_threads(job),
-                       gpu=number(job.resources, "gpu"), mem_mb=number(job.resources, "mem_mb"),
-                       runtime=number(job.resources, "runtime"))
+                       gpu=number(job.resources, "gpu") or 0,  # a job that names no GPU asks for none
+                       mem_mb=number(job.resources, "mem_mb"), runtime=number(job.resources, "runtime"))
             for job in dag_jobs]
 
 
@@ -55,6 +55,12 @@ def declared_threads(job) -> int:
     return declared.value
 
 
+def most(values) -> str:
+    """The largest of a rule's values, or "?" where a job's value is not known before it runs."""
+    values = list(values)
+    return "?" if any(value is None for value in values) else str(max(values))
+
+
 def format_plan(jobs: list[PlannedJob]) -> str:
     """The table: cluster rules one row each (most jobs first), local rules as ``name count`` on
     wrapped lines, and the totals."""
@@ -63,13 +69,13 @@ def format_plan(jobs: list[PlannedJob]) -> str:
         rules.setdefault(job.rule, []).append(job)
     cluster = sorted((name for name, group in rules.items() if not group[0].local), key=lambda name: (-len(rules[name]), name))
     local = sorted((name for name, group in rules.items() if group[0].local), key=lambda name: (-len(rules[name]), name))
-    width = max((len(name) for name in cluster), default=4)
+    width = max([len("rule"), *map(len, cluster)])
     lines = [f"{'rule':<{width}}  {'jobs':>5}  where    threads  gpu  mem_mb  runtime_min"]
     for name in cluster:
         group = rules[name]
         lines.append(f"{name:<{width}}  {len(group):>5}  cluster  {max(j.threads for j in group):>7}  "
-                     f"{max(j.gpu for j in group):>3}  {max(j.mem_mb for j in group):>6}  "
-                     f"{max(j.runtime for j in group):>11}")
+                     f"{max(j.gpu for j in group):>3}  {most(j.mem_mb for j in group):>6}  "
+                     f"{most(j.runtime for j in group):>11}")
     if local:
         lines.append("local rules (on the submitting node), jobs each:")
         lines += textwrap.wrap(", ".join(f"{name} {len(rules[name])}" for name in local), WIDTH,
@@ -78,7 +84,7 @@ def format_plan(jobs: list[PlannedJob]) -> str:
     gpu_jobs = sum(job.gpu > 0 for job in jobs)
     lines.append(f"total: {len(jobs)} jobs of {len(rules)} rules: {len(jobs) - on_node} cluster jobs "
                  f"({gpu_jobs} asking for a GPU), {on_node} local jobs on the submitting node")
-    lines.append("(threads, gpu, mem_mb, runtime_min: the most any of the rule's jobs asks for)")
+    lines.append("(threads, gpu, mem_mb, runtime_min: the most any of the rule's jobs asks for; ?: known when it runs)")
     return "\n".join(lines)
 
 
