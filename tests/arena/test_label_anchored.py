@@ -193,6 +193,7 @@ def test_a_judge_bad_on_one_model_does_not_widen_that_models_interval(seed):
     assert single.loc["m3", "n_eff"] < 120
 
 
+@pytest.mark.slow
 def test_the_shared_lambda_is_ppi_pys_tuning_for_the_centred_logits():
     """Without clusters or ties, the one lambda of the label-anchored fit is the one ``ppi_py``'s
     ``_calc_lam_glm`` (overall, no ``coord``) tunes, at the lam-1 fit and again at the refit, as

@@ -632,6 +632,7 @@ def test_system_scores_from_answers(trained_judges):
                        equal_nan=True)
 
 
+@pytest.mark.slow
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     """The transformers backend of train_judge/load_judge on a tiny random model: the question is
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""
