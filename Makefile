@@ -56,7 +56,7 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config.yaml
 
 dry-run: $(STAMP)
-	$(BIN)/snakemake -n --configfile config.yaml
+	$(BIN)/snakemake -n --quiet rules progress --configfile config.yaml
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generation.py

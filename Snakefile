@@ -2,6 +2,8 @@
 # The stages live in rules/*.smk; the library they call lives in polyrag/.
 from snakemake.utils import min_version
 
+from polyrag.plan_summary import watch_dry_runs
+
 min_version("9.0")
 
 
@@ -37,3 +39,6 @@ rule all:
 
 # Last: every rule's params in the form Snakemake compares (rules/common.smk), so that reruns follow content.
 canonical_params(workflow.rules)
+
+# A dry run prints what would run, and where, as one table (polyrag/plan_summary.py).
+watch_dry_runs(workflow)

@@ -2,7 +2,8 @@
 
 Choose a language and a question, then two systems: each one's answer side by side with the
 passages it was given (the ones it cited marked), the arena judge's verdicts for that pair on that
-question, and every system's answer to it below. The data travel as one JSON block inside the page
+question, and every system's answer to it below. The page opens on a judged pair (``start``): the
+first question, in the languages' order, that the judge judged, with its best-placed pair. The data travel as one JSON block inside the page
 and the page's script writes them with ``textContent`` only, so model and data text (untrusted: an
 answer may hold ``<script>``) is always shown as text, never parsed as HTML. No network resources.
 Passages shared by several systems (the question's own, a retriever's) are stored once.
@@ -73,7 +74,25 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
                                                                     "verdict": winner})
         by_language[lang] = list(shown.values())
     return {"languages": languages, "models": list(models), "judge": judge, "passages": passages,
-            "questions": by_language, "not_asked": not_asked}
+            "questions": by_language, "not_asked": not_asked, "start": first_judged(by_language, list(models))}
+
+
+def first_judged(by_language: Mapping[str, list[dict]], models: list[str]) -> dict:
+    """Where the page opens: the first question (languages in their order, questions in the data's)
+    with a verdict on a pair of listed systems, and of its pairs the one whose systems come first in
+    ``models`` (the leaderboard's order); without any verdict, the first question and the first two
+    systems."""
+    position = {model: k for k, model in enumerate(models)}
+    for lang, questions in by_language.items():
+        for question in questions:
+            pairs = [pair.split("__") for pair in question["verdicts"]]
+            pairs = [sorted(pair, key=position.get) for pair in pairs if all(model in position for model in pair)]
+            if pairs:
+                left, right = min(pairs, key=lambda pair: sorted(position[model] for model in pair))
+                return {"lang": lang, "question": question["id"], "left": left, "right": right}
+    lang = next((lang for lang, questions in by_language.items() if questions), None)
+    return {"lang": lang, "question": by_language[lang][0]["id"] if lang else None,
+            "left": models[0] if models else None, "right": models[1] if len(models) > 1 else None}
 
 
 def cited_docids(answer: Mapping) -> list:
@@ -218,19 +237,23 @@ function show() {
   }));
 }
 
-function chooseLanguage() {
+function fillQuestions() {
   const questions = data.questions[$("lang").value];
   fill($("question"), questions.map((q) => q.id), questions.map((q) => q.id + ": " + q.query.slice(0, 80)));
-  show();
 }
 
 fill($("lang"), data.languages);
 fill($("left"), data.models);
 fill($("right"), data.models);
-if (data.models.length > 1) $("right").value = data.models[1];
-$("lang").addEventListener("change", chooseLanguage);
+// open on a judged pair (browser_data's start), its verdict shown
+if (data.start.lang !== null) $("lang").value = data.start.lang;
+fillQuestions();
+if (data.start.question !== null) $("question").value = data.start.question;
+if (data.start.left !== null) $("left").value = data.start.left;
+if (data.start.right !== null) $("right").value = data.start.right;
+$("lang").addEventListener("change", () => { fillQuestions(); show(); });
 for (const id of ["question", "left", "right"]) $(id).addEventListener("change", show);
-chooseLanguage();
+show();
 </script>
 </body></html>
 """

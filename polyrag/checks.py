@@ -33,7 +33,7 @@ from scipy.stats import kendalltau
 from polyrag.arena.games import position_bias, read_games
 from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
 from polyrag.config.checks import turned_on
-from polyrag.csv_tables import read_table
+from polyrag.csv_tables import read_full_table, read_table
 from polyrag.data.records import read_questions
 from polyrag.systems.passages import relevance
 
@@ -75,13 +75,13 @@ def order_rows(files: dict, truth: dict[str, float], truth_by_language: Callable
                expected: str) -> list[dict]:
     """The rows of an order check: Kendall tau 1.0 of leaderboard rank against ``truth`` (lower is
     better, as an error rate), and likewise in every language against ``truth_by_language(lang)``."""
-    board = read_table(files["leaderboard"]).set_index("model")["rank"]
+    board = read_full_table(files["leaderboard"]).set_index("model")["rank"]
     board = board[board.index.isin(list(truth))].sort_values()
     tau = mock_tau(board, truth)
     in_order = bool(np.isclose(tau, 1.0))
     observed = f"tau {tau:.2f}" + ("" if in_order else f" ({' < '.join(board.index)})")
     rows = [row("leaderboard", expected, observed, in_order)]
-    by_language = read_table(files["by_language"])
+    by_language = read_full_table(files["by_language"])
     taus = {lang: mock_tau(table.set_index("model")["rank"], truth_by_language(lang))
             for lang, table in by_language[by_language["model"].isin(list(truth))].groupby("lang", sort=False)}
     off = {lang: tau for lang, tau in taus.items() if not np.isclose(tau, 1.0)}
@@ -207,7 +207,7 @@ def label_anchored_agreement(files: dict, expected: Any, settings: dict) -> list
     verdicts on a sample of units, so its preferences are the truth those rank sets claim to
     cover; a Kendall tau of 1 would instead fail on any two models the stand-in itself barely
     separates (the tau is shown beside it). At least two estimable models are needed."""
-    detailed = read_table(files["detailed"]).set_index("model")
+    detailed = read_full_table(files["detailed"]).set_index("model")
     anchored = detailed[list(LABEL_ANCHORED_COLUMNS.values())].set_axis(list(LABEL_ANCHORED_COLUMNS), axis=1)
     anchored = anchored[anchored["rank"].notna()]
     stand_in = settings["stand_in"]

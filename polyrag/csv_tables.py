@@ -3,7 +3,10 @@ names kept as text.
 
 ``write_table`` writes every float with ``SIGNIFICANT_DIGITS`` significant digits (0.7512, 12.35,
 1235, 1.235e-05; no trailing zeros): a CSV is read by people, and sixteen digits of a bootstrap
-mean are noise. Tables that later jobs compute from stay Parquet at full precision.
+mean are noise. The same call writes the table's full-precision twin beside it
+(``full_precision_path``: the same name, ``.parquet``), and everything that computes on such a
+table (later jobs, the checks, ``polyrag.show``) reads the twin with ``read_full_table``: two
+scores that round alike keep their order, and a bound that rounds onto a value keeps its side.
 
 A plain ``pd.read_csv`` turns a model named ``NA`` into NaN and ``080`` into the integer 80, so
 every CSV polyrag reads goes through ``read_table``: the columns that hold names (models, judges,
@@ -46,10 +49,26 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def full_precision_path(path: str | Path) -> Path:
+    """Where ``write_table`` puts the full-precision twin of the CSV at ``path``."""
+    return Path(path).with_suffix(".parquet")
+
+
 def write_table(table: pd.DataFrame, path: str | Path) -> None:
     """``table`` as a CSV for people: floats with ``SIGNIFICANT_DIGITS`` significant digits,
-    missing values as empty cells, no index."""
+    missing values as empty cells, no index; and as Parquet at full precision beside it
+    (``full_precision_path``), which a rule declares as an output too."""
     table.to_csv(path, index=False, float_format=significant)
+    table.to_parquet(full_precision_path(path), index=False)
+
+
+def read_full_table(path: str | Path) -> pd.DataFrame:
+    """The full-precision twin of a table ``write_table`` wrote (``path``: the CSV or the twin)."""
+    twin = full_precision_path(path)
+    if not twin.exists():
+        raise FileNotFoundError(f"{twin}: the full-precision twin of {Path(path).with_suffix('.csv')} is missing; "
+                                "rerun the workflow (snakemake) to write it beside the CSV")
+    return pd.read_parquet(twin)
 
 
 def read_table(path: str | Path, sep: str = ",", name_columns: tuple[str, ...] = (), **options) -> pd.DataFrame:

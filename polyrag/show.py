@@ -26,7 +26,7 @@ import yaml
 
 from polyrag.arena.components import report_note
 from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
-from polyrag.csv_tables import read_table
+from polyrag.csv_tables import full_precision_path, read_full_table, read_table
 
 #: where there are more mocks than this, runs of two or more mocks next to each other in rank order
 #: are folded into one line (the demo has 12 beside 5 other systems)
@@ -200,14 +200,15 @@ def label_anchored_block(wide: pd.DataFrame, rows: int = 10) -> str:
 def summary(leaderboard: Path, report: Path, mine: Iterable[str] = (), configfiles: Sequence[Path] = ()) -> str:
     """The whole summary: ``mine`` and the models the ``configfiles`` after the first add are
     yours, as are the systems read from files."""
-    board = read_table(leaderboard)
+    # the full-precision twins of the rounded CSVs: ranks, ranges and scores as computed
+    board = read_full_table(leaderboard)
     detailed_path = leaderboard.with_name("leaderboard_detailed.csv")
-    detailed = read_table(detailed_path) if detailed_path.exists() else None
+    detailed = read_full_table(detailed_path) if full_precision_path(detailed_path).exists() else None
     if detailed is not None:  # the per-language ranks, what each system is, its retriever's scores
         extra = [column for column in detailed.columns if column not in board.columns]
         board = board.merge(detailed[["model", *extra]], on="model", how="left")
     by_language_path = leaderboard.with_name("leaderboard_by_language.csv")
-    by_language = read_table(by_language_path) if by_language_path.exists() else None
+    by_language = read_full_table(by_language_path) if full_precision_path(by_language_path).exists() else None
     backend = board["backend"] if "backend" in board else pd.Series("", index=board.index)
     mocks = set(board.loc[backend == "mock", "model"])
     mine = set(mine) | users_systems_in(configfiles) | set(board.loc[backend == "file", "model"])
@@ -216,8 +217,8 @@ def summary(leaderboard: Path, report: Path, mine: Iterable[str] = (), configfil
     if detailed is not None and "label_anchored_by" in detailed:
         text += label_anchored_block(detailed)
     retrieval = leaderboard.parent / "retrieval" / "leaderboard.csv"
-    if retrieval.exists():
-        text += retrieval_block(read_table(retrieval), retrieval)
+    if full_precision_path(retrieval).exists():
+        text += retrieval_block(read_full_table(retrieval), retrieval)
     for components in sorted(leaderboard.parent.glob("arena/*/components.json")):
         text += f"Retriever or generator? ({components}):\n{report_note(json.loads(components.read_text()))}\n\n"
     checks = leaderboard.with_name("checks.csv")
@@ -293,7 +294,10 @@ def main(argv: Sequence[str] | None = None) -> str:
     if not leaderboard.is_file():
         sys.exit(f"{leaderboard}: no leaderboard here; run the workflow first (make demo, or snakemake "
                  f"--configfile ...), or name the results folder: python -m polyrag.show RESULTS")
-    return summary(leaderboard, args.report or leaderboard.with_name("report.html"), configfiles=args.configfile)
+    try:
+        return summary(leaderboard, args.report or leaderboard.with_name("report.html"), configfiles=args.configfile)
+    except FileNotFoundError as missing:  # a twin of an older run's CSV (read_full_table names it and the fix)
+        sys.exit(str(missing))
 
 
 if __name__ == "__main__":

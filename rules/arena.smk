@@ -247,10 +247,10 @@ rule leaderboard:
         style_controlled=expand(rules.style_control.output.style_table, judge=ARENA_JUDGE, lang=LANGUAGES),
         style_bootstrap=expand(rules.style_control.output.style_bootstrap, judge=ARENA_JUDGE, lang=LANGUAGES),
         # input functions: rules/human_labels.smk and rules/mars.smk, included after this file, define these
-        mars=lambda wildcards: expand(rules.mars_scores.output[0], model=MARS_MODELS) if MARS else [],
+        mars=lambda wildcards: expand(rules.mars_scores.output.full_precision, model=MARS_MODELS) if MARS else [],
         label_anchored=lambda wildcards: label_anchored_file(),
         features=answered_paths(FEATURES, MODELS, LANGUAGES),
-        retrieval=[rules.retrieval_leaderboard.output[0]] if SYSTEMS else [],
+        retrieval=[rules.retrieval_leaderboard.output.full_precision] if SYSTEMS else [],
         # under a budget, each language's last round: the share of the exhaustive design spent
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
@@ -258,6 +258,10 @@ rule leaderboard:
         leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category=REPORT["downloads"]),
         detailed="results/leaderboard_detailed.csv",
         by_language="results/leaderboard_by_language.csv",
+        # each CSV's full-precision twin, written by the same call (polyrag.csv_tables.write_table)
+        leaderboard_full="results/leaderboard.parquet",
+        detailed_full="results/leaderboard_detailed.parquet",
+        by_language_full="results/leaderboard_by_language.parquet",
     params:
         languages=LANGUAGES,
         label_anchored_judge=HUMAN_LABELS and HUMAN_LABELS["judge"],

@@ -14,6 +14,7 @@ from polyrag.config.queries import (answers_language, model_languages, model_pai
                                     partial_models)
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.errors import ConfigError
+from polyrag.report_menu import REPORT  # the report's categories ("1. Results", ...)
 
 CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles or workflow.configfiles)) or "config"
 
@@ -61,21 +62,6 @@ FEATURES = "results/features/{model}/{lang}.parquet"
 # declare as their input (polyrag/manifest.py): a readable dry run at 18 languages.
 ANSWERS_MANIFEST = "results/answers/{model}/manifest.json"
 FEATURES_MANIFEST = "results/features/{model}/manifest.json"
-
-# The report's categories in the order its menu lists them (Snakemake sorts them by name, hence the
-# numbers): the results first, then how far the judges can be trusted, then figures, then downloads.
-REPORT = {
-    "results": "1. Results",
-    "answers": "2. Answers",
-    "judges": "3. Judges",
-    "meta_eval": "4. Meta-evaluation",
-    "mars": "5. MARS",
-    "arena": "6. Arena",
-    "features": "7. Features",
-    "surrogate": "8. Surrogate",
-    "downloads": "9. Downloads",
-}
-
 
 def alternatives(names):
     """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""

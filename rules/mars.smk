@@ -140,6 +140,7 @@ rule mars_scores:
         judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
         "results/mars/scores/{model}.csv",
+        full_precision="results/mars/scores/{model}.parquet",  # the CSV's twin (csv_tables.write_table)
     params:
         cache_dir=config["cache_dir"],
         languages=mars_model_languages,

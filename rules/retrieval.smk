@@ -241,6 +241,7 @@ rule retrieval_leaderboard:
     output:
         report("results/retrieval/leaderboard.csv", caption="../report/retrieval_leaderboard.rst",
                category=REPORT["downloads"]),
+        full_precision="results/retrieval/leaderboard.parquet",  # the CSV's twin (csv_tables.write_table)
     params:
         runs=[run for run in RUNS for lang in LANGUAGES],  # the run of each metrics file
         intervals=RETRIEVAL and RETRIEVAL["intervals"],

@@ -10,7 +10,7 @@ from polyrag.arena.leaderboard import (language_table, leaderboard, short_leader
                                        with_label_anchored, with_mars_scores, with_retrieval, with_style_controlled, with_systems)
 from polyrag.arena.style_control import style_controlled_ranks
 from polyrag.config.queries import run_name
-from polyrag.csv_tables import read_table, write_table
+from polyrag.csv_tables import read_full_table, read_table, write_table
 from polyrag.logs import run_logged
 
 
@@ -31,14 +31,14 @@ def main() -> None:
         bt = {lang: read_table(path) for lang, path in zip(sm.params.languages, i.bradley_terry)}
         table, by_language = with_budget(table, by_language, bt, dict(zip(sm.params.languages, records)))
     if i.mars:
-        table = with_mars_scores(table, pd.concat([read_table(path) for path in i.mars], ignore_index=True))
+        table = with_mars_scores(table, pd.concat([read_full_table(path) for path in i.mars], ignore_index=True))
     features = pd.concat([pd.read_parquet(path, columns=["unjudged_citations"]).assign(model=model)
                           for model, path in zip(sm.params.feature_models, i.features)], ignore_index=True)
     table = with_systems(table, sm.params.systems, features)
     if i.retrieval:
         runs = {model: run_name(system["retriever"], system["reranker"])
                 for model, system in sm.params.systems.items() if system["retriever"] is not None}
-        table = with_retrieval(table, read_table(i.retrieval[0]), runs)
+        table = with_retrieval(table, read_full_table(i.retrieval[0]), runs)
     if i.label_anchored:
         table = with_label_anchored(table, read_table(i.label_anchored), sm.params.label_anchored_judge)
     write_table(short_leaderboard(table), sm.output.leaderboard)

@@ -128,3 +128,46 @@ def test_page_in_chromium_shows_two_systems_side_by_side_and_runs_no_model_text(
         assert page.locator("#all tbody tr").all_inner_texts()[2].startswith("closed\terror: parse: no answer")
         assert page.evaluate("window.injected") is None and page.locator("img").count() == 0
     assert problems.script_errors == [] and problems.outside_requests == []
+
+
+def later_judged_tables():
+    """de first in the config's order and never judged; in en only q2 is judged (q1 is not), on the
+    pairs (evil, mock-0) and (closed, mock-0): the page must open on en, q2."""
+    questions, answers, _ = fixture_tables()
+    questions = {"de": questions["en"].assign(query_id=["q1", "q2"]), **questions}
+    answers.update({(model, "de"): table for (model, _), table in list(answers.items())})
+    games = {"en": pd.DataFrame({"query_id": ["q2", "q2", "q2"], "model_a": ["closed", "evil", "evil"],
+                                 "model_b": ["mock-0", "mock-0", "mock-0"], "shown_first": ["mock-0", "evil", "mock-0"],
+                                 "verdict": ["model_b", "model_a", "tie"]})}
+    return questions, answers, games
+
+
+def test_the_page_opens_on_the_first_judged_question_and_its_best_placed_pair():
+    questions, answers, games = later_judged_tables()
+    # the leaderboard's order: mock-0 first, then closed, then evil: (mock-0, closed) is the best-placed pair
+    data = browser_data(questions, answers, games, ["mock-0", "closed", "evil"], "reference")
+    assert data["start"] == {"lang": "en", "question": "q2", "left": "mock-0", "right": "closed"}
+    data = browser_data(questions, answers, games, ["evil", "mock-0", "closed"], "reference")
+    assert data["start"] == {"lang": "en", "question": "q2", "left": "evil", "right": "mock-0"}
+    # nothing judged: the first question of the first language, the first two systems
+    data = browser_data(questions, answers, {}, MODELS, None)
+    assert data["start"] == {"lang": "de", "question": "q1", "left": "mock-0", "right": "evil"}
+
+
+def test_page_in_chromium_opens_with_a_judged_pairs_verdict_visible(tmp_path):
+    from tests.helpers.report_browser import open_report, require_chromium
+
+    browser = require_chromium()
+    questions, answers, games = later_judged_tables()
+    path = tmp_path / "answers.html"
+    path.write_text(answers_page(browser_data(questions, answers, games, ["evil", "mock-0", "closed"], "reference")),
+                    encoding="utf-8")
+    with open_report(path, chromium=browser) as (page, problems):
+        assert [page.locator(f"#{id}").input_value() for id in ("lang", "question", "left", "right")] == [
+            "en", "q2", "evil", "mock-0"]
+        verdict = page.locator("#verdict")
+        assert verdict.is_visible()
+        assert verdict.inner_text() == "reference: with evil shown first: evil wins; with mock-0 shown first: tie"
+        page.select_option("#lang", "de")  # changing the language still shows that language's first question
+        assert page.locator("#query").inner_text().startswith("q1: ")
+    assert problems.script_errors == [] and problems.outside_requests == []

@@ -9,6 +9,7 @@ import yaml
 
 from polyrag.checks import CHECKS, COLUMNS, mock_tau, run_checks
 from polyrag.config.checks import NEEDS, enabled_checks
+from polyrag.csv_tables import read_full_table, write_table
 from polyrag.show import summary
 
 RATES = {"mock-0": 0.0, "mock-20": 0.2, "mock-50": 0.5}
@@ -17,6 +18,8 @@ RATES = {"mock-0": 0.0, "mock-20": 0.2, "mock-50": 0.5}
 def write(path, table: pd.DataFrame) -> str:
     if path.suffix == ".parquet":
         table.to_parquet(path)
+    elif path.name.startswith("leaderboard"):  # written for people, rounded, with its full-precision twin
+        write_table(table, path)
     else:
         table.to_csv(path, index=False)
     return str(path)
@@ -51,10 +54,22 @@ def test_mock_order_fails_when_two_mocks_swap_on_the_leaderboard_or_in_one_langu
     assert not languages["passed"] and languages["observed"] == "1.00 in 1 of 2 languages; hi: 0.33"
 
 
+def test_checks_read_the_leaderboards_full_precision_twin(tmp_path):
+    """The order checks read the Parquet twin write_table writes beside each leaderboard CSV, not
+    the CSV for people: a CSV reordered by hand (as in a spreadsheet) changes no check, and the
+    result is the one computed on the frame as written."""
+    true = ["mock-0", "mock-20", "mock-50"]
+    files = mock_tables(tmp_path, true, {"en": true})
+    as_written = one("mock_order", files, True, {"error_rates": RATES})
+    pd.DataFrame({"model": true[::-1], "rank": [1, 2, 3], "score": 0.0}).to_csv(files["leaderboard"], index=False)
+    assert one("mock_order", files, True, {"error_rates": RATES}) == as_written
+    assert [r["passed"] for r in as_written] == [True, True]
+
+
 def test_mock_order_fails_on_a_tie_in_rank(tmp_path):
     files = mock_tables(tmp_path, ["mock-0", "mock-20", "mock-50"], {"en": ["mock-0", "mock-20", "mock-50"]})
-    board = pd.read_csv(files["leaderboard"]).assign(rank=[1, 2, 2])
-    board.to_csv(files["leaderboard"], index=False)
+    board = read_full_table(files["leaderboard"]).assign(rank=[1, 2, 2])
+    write_table(board, files["leaderboard"])
     assert not one("mock_order", files, True, {"error_rates": RATES})[0]["passed"]
 
 
@@ -173,8 +188,8 @@ def test_run_checks_writes_one_row_per_subject_and_show_prints_pass_and_fail(tmp
     table = run_checks({"finetune_gain": True, "mars_coverage": 0.85, "mock_order": False}, files,
                        {"finetune_gain": {"student": "sft", "control": "sft-base"}})
     assert list(table.columns) == COLUMNS and table["passed"].tolist() == [True, False]
-    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": 0.0, "ci_high": 0.0}).to_csv(
-        tmp_path / "leaderboard.csv", index=False)
+    write_table(pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": 0.0, "ci_high": 0.0}),
+                tmp_path / "leaderboard.csv")
     table.to_csv(tmp_path / "checks.csv", index=False)
     lines = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html").splitlines()
     start = next(k for k, line in enumerate(lines) if line.startswith("Checks ("))

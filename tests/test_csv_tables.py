@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from polyrag.arena.human_labels import KEY_COLUMNS, read_key
-from polyrag.csv_tables import read_table, read_text_table, write_table
+from polyrag.csv_tables import full_precision_path, read_full_table, read_table, read_text_table, write_table
 from polyrag.show import main, summary
 
 from tests.helpers.workflow import snakemake, tiny_config
@@ -40,9 +40,9 @@ def test_name_columns_stay_text_and_numbers_stay_numbers(tmp_path):
 
 def test_readers_keep_model_names(tmp_path):
     leaderboard = tmp_path / "leaderboard.csv"
-    pd.DataFrame({"rank": [1, 2, 3], "model": ["080", "NA", "10"], "score": [1.0, 0.0, -1.0],
-                  "ci_low": [0.5, -0.5, -1.5], "ci_high": [1.5, 0.5, -0.5], "judged": [True] * 3}
-                 ).to_csv(leaderboard, index=False)
+    write_table(pd.DataFrame({"rank": [1, 2, 3], "model": ["080", "NA", "10"], "score": [1.0, 0.0, -1.0],
+                              "ci_low": [0.5, -0.5, -1.5], "ci_high": [1.5, 0.5, -0.5], "judged": [True] * 3}),
+                leaderboard)
     text = summary(leaderboard, tmp_path / "report.html")
     assert " 080 " in text and " NA " in text and "nan" not in text.lower().replace("report", "")
     key = tmp_path / "key.csv"
@@ -105,3 +105,25 @@ def test_tables_for_people_carry_four_significant_digits(tmp_path):
     scale = 10.0 ** (np.floor(np.log10(np.abs(np.where(np.array(values) == 0, 1, values)))) - 3)
     assert np.all(np.abs(back["score"].to_numpy()[finite] - np.array(values)[finite]) <= scale[finite] / 2)
     assert np.isnan(back["score"].iloc[-1])
+
+
+def test_the_full_precision_twin_keeps_what_rounding_ties(tmp_path):
+    """Two scores 0.75124 and 0.75116 both read 0.7512 from the CSV for people (a tie: equal ranks
+    from a comparison), and a bound 0.50004 reads 0.5, onto the value it is compared with. The
+    same call writes the Parquet twin, read back exactly: the frame as computed, names as text."""
+    table = pd.DataFrame({"model": ["NA", "080", "10"], "score": [0.75124, 0.75116, 0.5],
+                          "ci_low": [0.50004, 0.4, 0.1], "judged": [True, False, True],
+                          "rank": pd.array([1, 2, None], dtype="Int64")})
+    path = tmp_path / "leaderboard.csv"
+    write_table(table, path)
+    rounded = read_table(path)
+    assert rounded["score"][0] == rounded["score"][1] and rounded["ci_low"][0] == 0.5  # the hazard
+    assert full_precision_path(path) == tmp_path / "leaderboard.parquet"
+    for name in (path, full_precision_path(path)):  # by the CSV's name or the twin's own
+        exact = read_full_table(name)
+        pd.testing.assert_frame_equal(exact, table)
+        assert exact["score"][0] > exact["score"][1] and exact["ci_low"][0] > 0.5
+    full_precision_path(path).unlink()
+    with pytest.raises(FileNotFoundError, match=r"leaderboard\.parquet: the full-precision twin of .*leaderboard\.csv "
+                                                r"is missing; rerun the workflow"):
+        read_full_table(path)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from polyrag.csv_tables import write_table
 from polyrag.show import main, summary
 
 
@@ -28,11 +29,11 @@ def write_leaderboard(folder, models, backend=None, judged=None, **detailed_colu
                           "rank_worst": np.minimum(n, np.arange(3, n + 3)),
                           "judged": judged if judged is not None else True})
     folder.mkdir(parents=True, exist_ok=True)
-    short.to_csv(folder / "leaderboard.csv", index=False)
+    write_table(short, folder / "leaderboard.csv")
     backend = backend or ["mock" if m.startswith("mock") else "file" if m == "my-system" else "llama_cpp"
                           for m in models]
-    short.assign(mean_rank=1.0, rank_en=range(1, n + 1), rank_de=range(n, 0, -1), backend=backend,
-                 generator=models, **detailed_columns).to_csv(folder / "leaderboard_detailed.csv", index=False)
+    write_table(short.assign(mean_rank=1.0, rank_en=range(1, n + 1), rank_de=range(n, 0, -1), backend=backend,
+                             generator=models, **detailed_columns), folder / "leaderboard_detailed.csv")
     return short
 
 
@@ -101,6 +102,18 @@ def test_your_systems_are_marked_with_their_rank_range_ranks_per_language_and_re
     assert text.endswith(f"Report: open {results / 'report.html'} in a browser")
 
 
+def test_scores_are_shown_from_the_full_precision_twin_not_the_rounded_csv(tmp_path):
+    """A retriever's nDCG@10 of 0.13496 is 0.1350 in the CSV for people, which prints 0.14 at two
+    digits; the summary reads the Parquet twin and prints 0.13, as the value rounds."""
+    retrieval = {"retrieval_nDCG@10": [0.13496 if m == "my-system" else None for m in DEMO_LIKE[:12]],
+                 "retrieval_nDCG@10_lower": 0.1, "retrieval_nDCG@10_upper": 0.16}
+    write_leaderboard(tmp_path, DEMO_LIKE[:12], **retrieval)
+    assert "0.135," in (tmp_path / "leaderboard_detailed.csv").read_text()  # the hazard
+    mine = next(line for line in summary(tmp_path / "leaderboard.csv", tmp_path / "report.html").splitlines()
+                if line.startswith("my-system: "))
+    assert mine.endswith("its retriever's nDCG@10 0.13 [0.10, 0.16]")
+
+
 def test_the_report_is_named_stale_when_it_is_older_than_the_leaderboard(tmp_path):
     write_leaderboard(tmp_path, ["a", "b"])
     report = tmp_path / "report.html"
@@ -124,9 +137,9 @@ def test_each_score_says_whether_it_is_a_bradley_terry_logit_or_the_surrogates_p
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     assert "scores are Bradley-Terry logits" not in text
     assert [line.split()[-1] for line in leaderboard_rows(text)] == ["BT", "surrogate", "surrogate"]
-    pd.DataFrame({"model": ["a", "a", "b", "b", "c", "c"], "lang": ["en", "de"] * 3,
-                  "judged": [True, True, True, False, False, False]}).to_csv(
-        tmp_path / "leaderboard_by_language.csv", index=False)
+    write_table(pd.DataFrame({"model": ["a", "a", "b", "b", "c", "c"], "lang": ["en", "de"] * 3,
+                              "judged": [True, True, True, False, False, False]}),
+                tmp_path / "leaderboard_by_language.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     assert [" ".join(cells(line)[6:]) for line in leaderboard_rows(text)] == [
         "BT", "BT in 1 of 2 languages", "surrogate"]
@@ -143,8 +156,8 @@ def test_summary_adds_the_label_anchored_ranking_where_human_labels_exist(tmp_pa
     assert detailed["label_anchored_by"].iloc[0] == "cite-check + 120 human labels (all labelled languages)"
     assert detailed["label_anchored_rank"].tolist()[:2] == [2, 1] and pd.isna(detailed["label_anchored_rank"].iloc[2])
     assert set(short_leaderboard(detailed).columns) == set(table.columns)  # the short table stays the judge's
-    short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
-    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    write_table(short_leaderboard(detailed), tmp_path / "leaderboard.csv")
+    write_table(detailed, tmp_path / "leaderboard_detailed.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     anchored_part = text.split("Label-anchored ranking (cite-check + 120 human labels")[1].splitlines()
     assert [line.split()[1] for line in anchored_part[2:4]] == ["b", "a"] and "  c " not in "\n".join(anchored_part[2:5])
@@ -167,7 +180,7 @@ def write_retrieval(folder, questions: int, languages=("en", "de")):
     per_query = pd.DataFrame(rows)
     board = retrieval_leaderboard({run: t.drop(columns="run") for run, t in per_query.groupby("run")}, n_bootstrap=200)
     (folder / "retrieval").mkdir()
-    board.to_csv(folder / "retrieval" / "leaderboard.csv", index=False)
+    write_table(board, folder / "retrieval" / "leaderboard.csv")
     write_leaderboard(folder, ["a"])
     return board
 
@@ -222,8 +235,8 @@ def test_summary_says_whether_the_retriever_or_the_generator_moves_the_ranking(t
     (tmp_path / "arena" / "reference").mkdir(parents=True)
     (tmp_path / "arena" / "reference" / "components.json").write_text(
         json.dumps({"judge": "reference", "languages": ["en"], **fitted}))
-    pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": -1.0, "ci_high": 1.0,
-                  "judged": True}).to_csv(tmp_path / "leaderboard.csv", index=False)
+    write_table(pd.DataFrame({"model": ["a"], "rank": [1], "score": [0.0], "ci_low": -1.0, "ci_high": 1.0,
+                              "judged": True}), tmp_path / "leaderboard.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     block = text.split("Retriever or generator? (")[1]
     assert "components.json):\nThe generator moves the ranking more than the passages (95%)" in block

@@ -11,9 +11,10 @@ def check_ingredients(expected):
     for judge_games and stand_in_arena a mapping per judge and language. Looked up lazily: the
     rules behind an ingredient exist only when the config has their stage (validation saw to it)."""
     return {
-        "leaderboard": lambda: rules.leaderboard.output.leaderboard,
-        "by_language": lambda: rules.leaderboard.output.by_language,
-        "detailed": lambda: rules.leaderboard.output.detailed,
+        # the leaderboard's full-precision twins: a check compares numbers the CSVs round
+        "leaderboard": lambda: rules.leaderboard.output.leaderboard_full,
+        "by_language": lambda: rules.leaderboard.output.by_language_full,
+        "detailed": lambda: rules.leaderboard.output.detailed_full,
         "mars_systems": lambda: rules.mars_meta_eval.output.systems,
         "finetune_gain": lambda: rules.finetune_gain.output[0],
         "answers": lambda: {model: {lang: ANSWERS.format(model=model, lang=lang) for lang in model_languages(config, model)}

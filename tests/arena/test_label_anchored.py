@@ -42,6 +42,7 @@ def simulated(seed: int, n_units: int = 3000, ties: bool = False):
     return pairs, y, yhat
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0, None])
 def test_tie_free_intervals_equal_ppi_py(lam):
     pairs, y, yhat = simulated(0)
@@ -192,6 +193,7 @@ def test_a_judge_bad_on_one_model_does_not_widen_that_models_interval(seed):
     assert single.loc["m3", "n_eff"] < 120
 
 
+@pytest.mark.slow
 def test_the_shared_lambda_is_ppi_pys_tuning_for_the_centred_logits():
     """Without clusters or ties, the one lambda of the label-anchored fit is the one ``ppi_py``'s
     ``_calc_lam_glm`` (overall, no ``coord``) tunes, at the lam-1 fit and again at the refit, as
@@ -493,14 +495,15 @@ def table_inputs(units, labels, models):
 def check_consumers(path, models, tmp_path, expect_rows: int):
     """The leaderboard and the summary `make demo` prints read a table with empty logits and ranks."""
     from polyrag.arena.leaderboard import short_leaderboard, with_label_anchored
+    from polyrag.csv_tables import write_table
     from polyrag.show import summary
     anchored = pd.read_csv(path)
     arena = pd.DataFrame({"model": models, "rank": range(1, 6), "score": np.linspace(1, -1, 5), "ci_low": -2.0,
                           "ci_high": 2.0, "rank_best": 1, "rank_worst": 5, "judged": True})
     detailed = with_label_anchored(arena, anchored, "cite-check")
     assert detailed["label_anchored_rank"].dtype == "Int64" and detailed["label_anchored_note"].notna().all()
-    short_leaderboard(detailed).to_csv(tmp_path / "leaderboard.csv", index=False)
-    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    write_table(short_leaderboard(detailed), tmp_path / "leaderboard.csv")
+    write_table(detailed, tmp_path / "leaderboard_detailed.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     part = text.split("Label-anchored ranking (cite-check + 30 human labels (ar)")[1]
     assert "m0: not estimable" in part

@@ -191,6 +191,7 @@ def test_style_bootstrap_refits_the_resampled_questions_and_is_seeded():
     np.testing.assert_allclose(first[2].query("tournament == 0")["logit"], expected, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_style_intervals_cover_the_true_logits_and_length_bias_at_about_the_nominal_rate():
     """Simulated arenas of 4 models and 80 questions, 100 tournaments each. Percentile intervals
     undercover somewhat on arenas this small (benchmarks/bench_judge_statistics.py measures

@@ -134,6 +134,7 @@ def test_adding_an_unjudged_model_reads_the_held_out_evaluation_from_the_store(t
     assert len(calls) == 1 and len(list(tmp_path.glob("*.json"))) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regressor", ["random_forest", "linear"])
 def test_surrogate_without_signal_in_its_features_does_not_beat_the_constant_predictor(regressor):
     features, bt, bootstrap, tournaments, questions, _ = known_function_arena(n_models=16, signal=False)

@@ -130,6 +130,7 @@ def test_bad_config_names_file_and_key(demo_config, repo, monkeypatch, edit, exp
     assert "\n" not in message
 
 
+@pytest.mark.slow
 def test_snakemake_stops_before_any_job_on_bad_config(repo, tmp_path, demo_config):
     config = copy.deepcopy(demo_config)
     config["models"]["mock-20"]["backend"] = "gpt"
@@ -161,6 +162,7 @@ def test_shipped_data_is_found_from_any_working_directory(demo_config, repo, tmp
     assert check(copy.deepcopy(demo_config), repo)["meta_eval"]["dir"] == "resources/memerag"
 
 
+@pytest.mark.slow
 def test_snakemake_dry_run_with_another_working_directory(repo, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(repo / "Snakefile"),
@@ -252,6 +254,7 @@ def test_a_repeated_yaml_key_is_refused_with_its_line(repo, tmp_path):
         check_unique_keys(path)
 
 
+@pytest.mark.slow
 def test_snakemake_refuses_a_repeated_key_before_any_job(repo, tmp_path):
     text = (repo / "config.yaml").read_text()
     path = tmp_path / "twice.yaml"

@@ -143,6 +143,7 @@ def test_a_folder_is_checked_as_a_folder(demo_config, repo, hub, tmp_path):
         "(and it is no Hugging Face id, owner/name); name a folder that exists")
 
 
+@pytest.mark.slow
 def test_snakemake_stops_at_start_on_a_model_it_cannot_load_in_one_line(demo_config, repo, tmp_path):
     config = with_reranker(demo_config, "nonexistent/model")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -219,6 +220,7 @@ def test_a_missing_gguf_file_is_refused(demo_config, repo, hub, monkeypatch, tmp
     check(config, repo)
 
 
+@pytest.mark.slow
 def test_a_dry_run_reports_a_missing_api_key_before_any_job(demo_config, repo, tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(with_api_model(demo_config, api_key_env="MY_KEY")))
     env = {**{k: v for k, v in os.environ.items() if k not in ("POLYRAG_MODEL_CHECK", "MY_KEY")},

@@ -245,6 +245,7 @@ def embed_at_once(job: str, folder: str, out: str, start) -> None:
         json.dump({"texts": texts, "given": given, "embedded": store.embedded}, handle)
 
 
+@pytest.mark.slow
 def test_two_jobs_embedding_overlapping_texts_at_once_embed_each_text_once(tmp_path):
     """Before: both jobs embedded the 120 shared texts (the store kept what was done, with no claim
     on what was being done). Now each distinct text reaches the encoder once, in one of the two
@@ -365,6 +366,7 @@ def test_the_earlier_sqlite_store_is_read_for_what_the_folder_lacks(tmp_path, mo
     assert f"the earlier embedding cache {legacy} cannot be read (file is not a database)" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_damaged_langid_cache_is_rebuilt(tmp_path, monkeypatch, caplog):
     """Before: `_pickle.UnpicklingError` in every features job, and no self-repair. (A rebuild
     decompresses langid's model, several seconds: one damage, a pickle cut short.)"""

@@ -391,6 +391,7 @@ def read_loss(path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_writes_adapter_and_history(tiny_training):
     root, summary = tiny_training["root"], tiny_training["summary"]
     history = read_loss(root / "loss.csv")
@@ -410,6 +411,7 @@ def test_training_lowers_the_loss_and_writes_adapter_and_history(tiny_training):
     assert json.loads((root / "adapter" / "training.json").read_text())["optimizer_steps"] == 20
 
 
+@pytest.mark.slow
 def test_training_is_seeded(tiny_training, tmp_path):
     from polyrag.finetune.train import train_lora
 
@@ -432,6 +434,7 @@ def test_training_is_seeded(tiny_training, tmp_path):
     assert weights["other"] != weights["first"]  # the seed sets the LoRA initialisation and the data order
 
 
+@pytest.mark.slow
 def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, monkeypatch):
     """On CPU trl would score every position through the output layer; scoring the answer's alone
     (polyrag.finetune.train.answer_positions_only) gives the same losses and the same adapter."""
@@ -463,6 +466,7 @@ def test_scoring_answer_positions_only_keeps_the_loss(tiny_training, tmp_path, m
         assert torch.allclose(weights[0][key], weights[1][key], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_gradient_checkpointing_gives_the_same_losses(tiny_training, tmp_path):
     """The paper's settings recompute activations (checkpointing on, the default): same training."""
     from polyrag.finetune.train import train_lora
@@ -476,6 +480,7 @@ def test_gradient_checkpointing_gives_the_same_losses(tiny_training, tmp_path):
     assert [float(r["loss"]) for r in checkpointed] == pytest.approx([float(r["loss"]) for r in plain], rel=LOSS_REL)
 
 
+@pytest.mark.slow
 def test_served_adapter_reproduces_the_trained_model(tiny_training):
     """The transformers backend loads base + adapter (merged) and gives the trained model's logits
     and greedy answers, from the prompt ids training used."""
@@ -527,6 +532,7 @@ def test_served_adapter_reproduces_the_trained_model(tiny_training):
     assert answer.split()[:4] == served_answer.split()[:4] == teacher.split()[:4]
 
 
+@pytest.mark.slow
 def test_lora_targets_must_exist(tiny_training):
     from transformers import AutoModelForCausalLM
 
@@ -613,6 +619,7 @@ def test_gemma_gguf_becomes_trainable_and_serves_its_adapter(repo, tmp_path):
     assert dict(backend.stream([request]))[0].ok
 
 
+@pytest.mark.slow
 def test_heldout_questions_are_not_trained_on_and_their_loss_is_the_models_loss_on_them(tiny_training, tmp_path):
     """A quarter of the questions held out: none of their examples is trained on, and the last
     epoch's held-out loss equals the trained model's mean answer-token loss on them, computed here

@@ -46,6 +46,7 @@ def perfect(record):
     return {"query_id": record["query_id"], "answer": record["reference_answer"], "cited_docids": cited, "raw_output": "x"}
 
 
+@pytest.mark.slow
 def test_reference_judge(hindi):
     records, english = hindi
     good = with_detected_languages(records, [perfect(r) for r in records])
@@ -84,6 +85,7 @@ def test_reference_judge_without_similarity_needs_no_reference_answer(hindi):
         judge_with_reference(items, "good", "wrong", REFERENCE)
 
 
+@pytest.mark.slow
 def test_reference_judge_scores_the_language_its_features_detected(hindi, tmp_path):
     """The judge reads each answer's language from the deterministic features file (detected once
     per answer), and its language part is what the detector gives that answer's text."""
@@ -146,6 +148,7 @@ def test_a_reference_judging_job_detects_no_language(hindi, tmp_path, repo):
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_reference_judge_through_the_shared_store_reuses_vectors(hindi, tmp_path, monkeypatch):
     """Every pair of a model embeds its answers: through the store a second pair computes nothing."""
     from polyrag.features import embedding

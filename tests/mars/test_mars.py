@@ -100,6 +100,7 @@ def test_a_language_consistency_negative_differs_from_the_positive_and_is_in_the
         corrupted(base, "lc", rng_for(1, "test"))
 
 
+@pytest.mark.slow
 def test_no_xquad_item_is_labelled_both_language_consistent_and_not(gold_en_de):
     """Parallel XQuAD answers are often one string in both languages (names, numbers); none of
     them may become an LC negative of itself, in the calibration set or in the mock systems."""
@@ -253,6 +254,7 @@ def trained_judges(gold_en_de, tmp_path_factory):
     return summaries, judges, calibration, directory, examples
 
 
+@pytest.mark.slow
 def test_offline_judges_learn_and_reload(trained_judges):
     summaries, judges, calibration, directory, examples = trained_judges
     for metric, summary in summaries.items():
@@ -392,6 +394,7 @@ PLAIN_PPI = {**SCORING, "estimator": "ppi"}
 RUNS = 800  # binomial SE of a 0.95 coverage: 0.0077; the band below is 3 SE wide each side
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
 def test_pooled_score_covers_the_truth_when_language_pairs_differ(estimator):
     """A system answers 2,000 en and 500 de questions (true scores 0.8 and 0.4); its judge is
@@ -411,6 +414,7 @@ def test_pooled_score_covers_the_truth_when_language_pairs_differ(estimator):
     assert 0.927 <= coverage(pooled_row, truth, RUNS, seed=11) <= 0.973
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ppi", "rogan_gladen"])
 def test_unanswered_questions_count_zero_and_are_not_bias_corrected(estimator):
     """600 of 1,000 questions answered, 70% of those well; a generous judge (half the bad answers
@@ -439,6 +443,7 @@ def balanced_calibration(rng, lang, per_class, false_positive, false_negative):
                          "doc_lang": lang, "qa_lang": lang})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("true_score, false_positive, false_negative", [(0.9, 0.1, 0.3), (0.7, 0.3, 0.1)])
 def test_a_balanced_calibration_set_leaves_the_default_score_unbiased(true_score, false_positive, false_negative):
     """A 50/50 gold set, a system 70-90% good and a judge that errs more on one class: PPI assumes
@@ -571,6 +576,7 @@ def test_mock_systems_rank_perfectly_with_a_perfect_judge(gold_en_de):
     assert row["kendall_tau_corrected"] == pytest.approx(1.0) and row["judge_accuracy"] == 1.0 and row["items_per_system"] == 100
 
 
+@pytest.mark.slow
 def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
     _, judges, calibration, _, _ = trained_judges
     settings = {"accuracies": [0.5, 0.55, 0.6, 0.65, 0.7], "items": 150}
@@ -597,6 +603,7 @@ def test_meta_evaluation_with_trained_judges(gold_en_de, trained_judges):
     assert (summary["judge_balanced_accuracy"] > 0.65).all()  # no-skill: 0.5
 
 
+@pytest.mark.slow
 def test_system_scores_from_answers(trained_judges):
     _, judges, calibration, _, _ = trained_judges
     record = {"query_id": "q1", "query": "Where is the Eiffel Tower?",
@@ -625,6 +632,7 @@ def test_system_scores_from_answers(trained_judges):
                        equal_nan=True)
 
 
+@pytest.mark.slow
 def test_fine_tuned_judge_through_the_judge_interface(tmp_path):
     """The transformers backend of train_judge/load_judge on a tiny random model: the question is
     the first text, the metric's other inputs the second (code path and shapes, not quality)."""

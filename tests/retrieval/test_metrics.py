@@ -283,6 +283,7 @@ def test_interval_covers_a_known_mean():
     assert within_band(covered, 200), covered
 
 
+@pytest.mark.slow
 def test_paired_interval_covers_a_known_difference():
     """Two runs on the same questions: both find it (0.6), a only (0.15), b only (0.05):
     mean_a - mean_b = 0.1."""

@@ -128,6 +128,7 @@ def test_the_baseline_expansion_alone(repo):
                                                  "generator": "g"}
 
 
+@pytest.mark.slow
 def test_baselines_are_jobs_like_any_model(repo, tmp_path):
     """In the DAG: each baseline is answered, featured and judged against every judged model."""
     config_with(repo, tmp_path, **{"g": {"backend": "mock", "grounded": True, "baselines": ["closed_book", "oracle"]},

@@ -35,6 +35,7 @@ def budget_config(repo, workdir, budget=True, newcomer=False):
     return config
 
 
+@pytest.mark.slow
 def test_dry_run_shows_the_rounds(repo, tmp_path):
     budget_config(repo, tmp_path)
     dry = snakemake(repo, tmp_path, "-n")

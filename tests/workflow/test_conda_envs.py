@@ -43,6 +43,7 @@ def test_env_file_has_no_path_that_breaks_in_snakemakes_copy(repo, tmp_path, env
     assert all(extra in declared for extra in filter(None, extras.split(","))), extras
 
 
+@pytest.mark.slow
 def test_post_deploy_installs_this_checkout_into_the_environment(repo, tmp_path):
     """envs/core: a fresh environment at Snakemake's path, the post-deploy script run as Snakemake
     runs it (from the working directory, environment activated), then polyrag imports from it."""

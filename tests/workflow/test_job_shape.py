@@ -25,6 +25,7 @@ def no_model_check(monkeypatch):
     monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")
 
 
+@pytest.mark.slow
 def test_a_judge_on_local_weights_judges_every_pair_in_one_job(repo, tmp_path):
     tiny_config(repo, tmp_path, languages=["en", "de", "hi"],
                 **{f"mock-{rate}": {"backend": "mock", "error_rate": rate / 100} for rate in (0, 20, 50, 80)})
@@ -58,6 +59,7 @@ def job_field(block, field):
     return re.search(rf"^    {field}: ([^\n]*)$", block, re.MULTILINE).group(1).split(", ")
 
 
+@pytest.mark.slow
 def test_jobs_that_read_many_models_list_manifests_and_one_games_file(repo, tmp_path):
     """A readable dry run: a pair's judging job lists its two models' manifests (not the questions
     and both models' answers in every language), the statistics one games file per judge and
@@ -152,6 +154,7 @@ CLUSTER_FINETUNE = {"name": "mistral-7b-sft", "teacher": "gpt-4o",
                     "training": {"source": "miracl", "dir": None, "questions_per_language": 1000}}
 
 
+@pytest.mark.slow
 def test_finetuning_on_a_cluster_is_one_job_per_stage_with_the_training_on_a_gpu(repo, tmp_path):
     config = yaml.safe_load((repo / "configs" / "mirage-bench.yaml").read_text())
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({**config, "finetune": CLUSTER_FINETUNE}, sort_keys=False))
@@ -245,6 +248,7 @@ BOOKKEEPING = ["answer_manifest", "feature_manifest", "merge_features", "gather_
                "judges_table", "arena_plots", "retrieval_leaderboard", "checks"]
 
 
+@pytest.mark.slow
 def test_bookkeeping_jobs_run_on_the_submitting_node(repo, tmp_path):
     shutil.copy(repo / "config.yaml", tmp_path / "config.yaml")  # the demo: every stage, MARS and MEMERAG too
     jobs = job_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm")))

