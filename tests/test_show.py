@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyrag.csv_tables import write_table
+from polyrag.csv_tables import read_full_table, write_table
 from polyrag.show import main, summary
 
 
@@ -249,9 +249,9 @@ def test_a_system_that_answers_some_languages_is_shown_ranked_over_those(tmp_pat
     models = ["mock-0", "my-system", "gemma-270m", "mock-50"]
     languages = ["en,de", "en", "en,de", "en,de"]
     write_leaderboard(tmp_path, models, languages=languages)
-    detailed = pd.read_csv(tmp_path / "leaderboard_detailed.csv")
+    detailed = read_full_table(tmp_path / "leaderboard_detailed.csv")
     detailed.loc[detailed["model"] == "my-system", "rank_de"] = None  # not asked: no rank in German
-    detailed.to_csv(tmp_path / "leaderboard_detailed.csv", index=False)
+    write_table(detailed, tmp_path / "leaderboard_detailed.csv")
     text = summary(tmp_path / "leaderboard.csv", tmp_path / "report.html")
     rows = {cells(line)[2]: cells(line) for line in leaderboard_rows(text)}
     assert rows["my-system"][-1] == "en" and rows["mock-0"][-1] == "en,de"
