@@ -569,6 +569,15 @@ def total_line(table: pd.DataFrame) -> str:
             f"{int(table['output_tokens'].sum()):,} output tokens{price}{gpu}")
 
 
+def dry_run_total(config: dict) -> str:
+    """The total line a dry run prints (polyrag.plan_summary); where the ledger cannot be computed
+    without more (hub data not selected yet), the reason and the command that gives it."""
+    try:
+        return total_line(ledger(config, RESULTS_DIR))
+    except ConfigError as error:
+        return f"ledger: not estimated ({str(error).removeprefix('ledger: ')})"
+
+
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per stage and caller, over languages."""
     return table.groupby(["stage", "caller"], as_index=False, sort=False).agg(

@@ -6,7 +6,8 @@ node only when it runs it. The Snakefile registers :func:`watch_dry_runs`, which
 from the DAG itself when a dry run has built it: per rule, its jobs, where they run (``local``: a
 local rule, run on the submitting node; ``cluster``: one job each under a cluster executor such
 as profiles/slurm, the local cores otherwise) and the largest threads, GPUs, memory and runtime
-any of its jobs asks for; then the totals. With ``--quiet rules progress`` (Snakemake's "just a
+any of its jobs asks for; then the totals, and the ledger's total of model calls and tokens
+(polyrag/ledger.py). With ``--quiet rules progress`` (Snakemake's "just a
 summary of the DAG") the dry run prints only that table after its header, and stops there.
 """
 
@@ -105,6 +106,9 @@ class DryRunPlan(logging.Handler):
         local_rules = {rule.name for rule in self.workflow.rules
                        if rule.name in self.workflow._localrules or rule.norun}
         print(format_plan(planned_jobs(self.workflow.dag.needrun_jobs(), local_rules)), flush=True)
+        from polyrag.ledger import dry_run_total  # the model calls and tokens the config implies
+
+        print(dry_run_total(self.workflow.config), flush=True)
 
 
 def watch_dry_runs(workflow) -> None:

@@ -46,10 +46,15 @@ def test_the_documented_dry_run_fits_a_screen_and_says_where_each_rule_runs(repo
     assert "-n" in args and "--configfile" in args
     expected = job_stats(snakemake(repo, ["-n", "--configfile", "config.yaml"]))
     local = local_rules() | {"all"}  # `all` runs no job of its own
+    # the ledger's total, as its own command prints it (the model calls and tokens the config implies)
+    ledger_total = subprocess.run([sys.executable, "-m", "polyrag.ledger", "--configfile", "config.yaml", "--total"],
+                                  cwd=repo, capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+    assert ledger_total.startswith("ledger: ")
     for extra in ([], ["--profile", "profiles/slurm"]):
         output = snakemake(repo, [*args, *extra])
         assert len(output.splitlines()) <= 60, output
         assert output.count("local rules (on the submitting node)") == 1
+        assert ledger_total in output.splitlines()
         cluster, on_node = summary_rows(output)
         assert not set(cluster) & set(on_node)
         assert {**cluster, **on_node} == expected
