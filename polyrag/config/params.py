@@ -131,9 +131,11 @@ class FileDigests:
 
 
 def is_written_by_workflow(path: str, output_roots: Iterable[str]) -> bool:
-    """Whether ``path`` lies under a folder the workflow's rules write (``results/``)."""
+    """Whether ``path`` lies under a folder the workflow's rules write (the config's results folder;
+    a root may be more than one folder deep, or absolute where the results folder is)."""
     parts = PurePath(path).parts
-    return bool(parts) and parts[0] in set(output_roots)
+    root_parts = [PurePath(root).parts for root in output_roots]
+    return bool(parts) and any(parts[:len(root)] == root for root in root_parts)
 
 
 def output_roots(outputs: Iterable[str]) -> set[str]:
