@@ -10,7 +10,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from polyrag.config import outputs
-from polyrag.config.params import FileDigests, canonical, output_roots, relative_path, source_digests
+from polyrag.config.params import FileDigests, canonical, output_roots, source_digests
 from polyrag.config.queries import model_resources
 from polyrag.config.validate import check_unique_keys, validate_config
 from polyrag.errors import ConfigError
@@ -190,7 +190,7 @@ def canonical_params(all_rules):
     working_dir = os.getcwd()
     all_rules = list(all_rules)
     # The results folder as well: where it is absolute, its outputs have no relative first folder.
-    roots = output_roots(path for step in all_rules for path in step.output) | {relative_path(RESULTS_DIR, working_dir)}
+    roots = output_roots(path for step in all_rules for path in step.output) | {RESULTS_DIR}
     digests = FileDigests()
     for step in all_rules:
         for index, item in enumerate(step.params):

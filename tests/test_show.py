@@ -228,3 +228,21 @@ def test_summary_says_whether_the_retriever_or_the_generator_moves_the_ranking(t
     block = text.split("Retriever or generator? (")[1]
     assert "components.json):\nThe generator moves the ranking more than the passages (95%)" in block
     assert "Judge reference, 300 questions in en" in block
+
+
+def test_without_a_folder_the_results_dir_of_the_config_files_is_read(tmp_path, monkeypatch):
+    """``--configfile`` alone: the folder the last file naming results_dir names (as Snakemake layers
+    them), relative to the working directory, not the demo's results/; a folder given still wins."""
+    write_leaderboard(tmp_path / "results", ["demo-a", "demo-b"])
+    write_leaderboard(tmp_path / "results-mine", ["mine-a", "mine-b"])
+    (tmp_path / "base.yaml").write_text("results_dir: results-other\nmodels: {}\n")
+    (tmp_path / "mine.yaml").write_text("results_dir: results-mine/\n")
+    monkeypatch.chdir(tmp_path)
+    text = main(["--configfile", "base.yaml", "mine.yaml"])
+    assert [cells(line)[2] for line in leaderboard_rows(text)] == ["mine-a", "mine-b"]
+    assert text.endswith(f"Report: open {tmp_path / 'results-mine' / 'report.html'} in a browser")
+    assert [cells(line)[2] for line in leaderboard_rows(main(["results", "--configfile", "base.yaml", "mine.yaml"]))] \
+        == ["demo-a", "demo-b"]
+    with pytest.raises(SystemExit) as stop:
+        main(["--configfile", "base.yaml"])
+    assert str(stop.value).startswith("results-other/leaderboard.csv: no leaderboard here")

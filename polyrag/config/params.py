@@ -147,7 +147,7 @@ def source_digests(paths: Iterable[str], roots: Iterable[str], digests: FileDige
                    workdir: str | Path) -> dict[str, str | None]:
     """The digest of each file in ``paths`` that no rule writes (outside ``roots``), by its path
     relative to ``workdir`` where it is inside it, sorted."""
-    roots = set(roots)
+    roots = {relative_path(str(root), workdir) for root in roots}  # an absolute results folder, as the paths
     named = {relative_path(str(path), workdir): str(path) for path in paths
              if not is_written_by_workflow(relative_path(str(path), workdir), roots)}
     return {name: digests(named[name]) for name in sorted(named)}
