@@ -18,6 +18,9 @@ from pathlib import Path
 
 import yaml
 
+from polyrag.config.patterns import check_placeholders
+from polyrag.errors import ConfigError
+
 #: The folder of a config that names none (config.yaml, the demo, keeps it: the README's paths).
 DEFAULT_RESULTS_DIR = "results"
 
@@ -26,6 +29,17 @@ def results_dir(config: Mapping) -> str:
     """The config's results folder as the rules write it: ``results_dir`` normalised (no ``./``, no
     trailing ``/``), so that two spellings of one folder give the same paths."""
     return posixpath.normpath(config.get("results_dir") or DEFAULT_RESULTS_DIR)
+
+
+def check_results_dir(config: Mapping, source: str = "config") -> None:
+    """Refuse a results folder that every rule's path could not begin with: one holding a brace (a
+    Snakemake wildcard) or the working directory itself (its outputs would mix with the checkout's
+    files, and no folder would hold this config's alone)."""
+    folder = config["results_dir"]
+    check_placeholders(f"{source}: results_dir", folder, allowed=())
+    if results_dir(config) in (".", "/"):
+        raise ConfigError(f"{source}: results_dir: {folder!r} is the working directory (or the root) itself; name a "
+                          "folder of this config's own, such as results-NAME")
 
 
 def results_path(config: Mapping, path: str) -> str:

@@ -46,11 +46,16 @@ def test_the_demo_keeps_results_and_the_plan_builds_its_paths_in_the_configs_fol
     assert config["models"][student]["adapter"] == f"results-mine/finetune/{student}/adapter"
 
 
-@pytest.mark.parametrize("folder", ["results-{lang}", ".", "./", ""])
-def test_a_folder_with_a_wildcard_or_the_working_directory_itself_is_refused(demo, repo, folder):
+@pytest.mark.parametrize(("folder", "message"), [
+    ("results-{lang}", "'results-{lang}' holds {lang}; it takes no placeholder, and any other brace is a Snakemake "
+                       "wildcard"),
+    (".", "'.' is the working directory (or the root) itself; name a folder of this config's own, such as results-NAME"),
+    ("./", "'./' is the working directory (or the root) itself"),
+    ("", "'' should be non-empty")])
+def test_a_folder_with_a_wildcard_or_the_working_directory_itself_is_refused(demo, repo, folder, message):
     with pytest.raises(ConfigError) as error:
         check({**demo, "results_dir": folder}, repo)
-    assert str(error.value).startswith("my.yaml: results_dir")
+    assert str(error.value).startswith(f"my.yaml: results_dir: {message}")
 
 
 def test_the_folder_of_a_run_is_the_last_config_file_that_names_it(repo, tmp_path):
