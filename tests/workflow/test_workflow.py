@@ -579,7 +579,7 @@ def test_cluster_dry_run_requests_gpus_per_model(repo, monkeypatch):
         cwd=repo, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    jobs = re.findall(r"output: results/answers/([^/]+)/[^\n]+\.parquet[^\n]*\n(?:.*\n)*?\s+resources: ([^\n]+)",
+    jobs = re.findall(r"output: results-mirage-bench/answers/([^/]+)/[^\n]+\.parquet[^\n]*\n(?:.*\n)*?\s+resources: ([^\n]+)",
                       result.stdout)  # generation jobs, not the manifest jobs that list their answers
     gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
     assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
@@ -592,7 +592,7 @@ def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path
     monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")  # mirage-bench.yaml's hub models: offline here
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--profile", str(repo / "profiles" / "slurm"),
-         "-n", "results/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
+         "-n", "results-mirage-bench/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
         cwd=tmp_path, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
