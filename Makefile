@@ -34,10 +34,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The report goes into the config's results folder (results_dir), where polyrag.show finds it.
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
-	$(BIN)/snakemake --configfile config.yaml --report results/report.html
-	$(BIN)/python -m polyrag.show results --configfile config.yaml
+	$(BIN)/snakemake --configfile config.yaml --report "$$($(BIN)/python -m polyrag.config.outputs config.yaml)/report.html"
+	$(BIN)/python -m polyrag.show --configfile config.yaml
 
 # Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
 # workflow run tests/workflow/test_workflow.py shares, in one process): the suite alone keeps about

@@ -27,11 +27,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from polyrag.config.outputs import configured_results_dir
 from polyrag.csv_tables import read_table
 from polyrag.show import checks_block
 
 REPO = Path(__file__).resolve().parent.parent
-#: Stages named by the first folders of their benchmark files (results/benchmarks/<stage>/...).
+CONFIG = REPO / "config.yaml"
+#: Stages named by the first folders of their benchmark files (RESULTS/benchmarks/<stage>/...).
 STAGE_DEPTH = {"generate": 1, "judge": 1, "mars": 1, "meta_eval": 2, "arena": 1}
 #: Snakemake's log: ``[Wed Nov 25 13:36:28 2026]`` before every job's start and end, then a
 #: ``rule NAME:`` block with indented fields, or ``Finished jobid: N (Rule: NAME)``.
@@ -49,10 +51,15 @@ def stage_of(relative: Path) -> str:
     return "/".join(parts[: 1 + STAGE_DEPTH.get(parts[0], 0)]).removesuffix(".tsv")
 
 
-def stage_table(run_dir: Path, stage=stage_of) -> pd.DataFrame:
+def results_folder(run_dir: Path, config: Path = CONFIG) -> Path:
+    """The results folder of the run of ``config`` in ``run_dir`` (its results_dir)."""
+    return run_dir / configured_results_dir([config])
+
+
+def stage_table(run_dir: Path, stage=stage_of, config: Path = CONFIG) -> pd.DataFrame:
     """Jobs, wall and CPU seconds per stage (``stage``: a benchmark file's path under
-    results/benchmarks to its stage's name), and a last row over all jobs."""
-    root = run_dir / "results" / "benchmarks"
+    RESULTS/benchmarks to its stage's name), and a last row over all jobs."""
+    root = results_folder(run_dir, config) / "benchmarks"
     rows = []
     for path in sorted(root.rglob("*.tsv")):
         record = pd.read_csv(path, sep="\t").iloc[0]
@@ -162,18 +169,19 @@ def overlap_table(intervals: list[tuple[float, float]]) -> pd.DataFrame:
     return table
 
 
-def run_demo(workdir: Path, cores: int) -> tuple[float, int]:
-    """Seconds and number of jobs of the whole demo (run and report) in ``workdir``; Snakemake's
-    log of the run goes to ``workdir/snakemake.log``."""
+def run_demo(workdir: Path, cores: int, config: Path = CONFIG) -> tuple[float, int]:
+    """Seconds and number of jobs of the whole run of ``config`` (the demo's by default; run and
+    report) in ``workdir``; Snakemake's log of the run goes to ``workdir/snakemake.log``."""
     base = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-            "--configfile", str(REPO / "config.yaml")]
+            "--configfile", str(config)]
     log = workdir / LOG_NAME
     start = time.perf_counter()
     with log.open("w") as stderr:
         result = subprocess.run([*base, "--cores", str(cores)], stdout=subprocess.PIPE, stderr=stderr, text=True)
     if result.returncode != 0:
         sys.exit(f"demo run failed (log: {log}):\n{log.read_text()[-3000:]}")
-    report = subprocess.run([*base, "--report", str(workdir / "results" / "report.html")], capture_output=True, text=True)
+    report = subprocess.run([*base, "--report", str(results_folder(workdir, config) / "report.html")],
+                            capture_output=True, text=True)
     if report.returncode != 0:
         sys.exit(f"report failed:\n{report.stderr[-3000:]}")
     jobs = log.read_text().count("Finished jobid")
@@ -219,7 +227,10 @@ def print_log_tables(log: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", nargs="?", type=Path, help="folder of a finished run (holding results/)")
+    parser.add_argument("run_dir", nargs="?", type=Path,
+                        help="folder of a finished run (holding the config's results folder)")
+    parser.add_argument("--configfile", type=Path, default=CONFIG,
+                        help="the run's config, whose results_dir holds its results (default: config.yaml, the demo)")
     parser.add_argument("--run", action="store_true", help="run the demo in a scratch folder first")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="with --run: run in this (new) folder and keep it, results and all")
@@ -237,13 +248,13 @@ def main() -> None:
         run_dir = args.run_dir or args.keep or Path(scratch)
         if args.run:
             run_dir.mkdir(parents=True, exist_ok=True)
-            seconds, jobs = run_demo(run_dir, args.cores)
+            seconds, jobs = run_demo(run_dir, args.cores, args.configfile)
             print(f"demo (run and report): {seconds / 60:.1f} min wall, {jobs} jobs, {args.cores} cores")
-            checks = run_dir / "results" / "checks.csv"
+            checks = results_folder(run_dir, args.configfile) / "checks.csv"
             if checks.is_file():  # the known-truth checks, as make demo prints them
                 print("\n" + checks_block(read_table(checks), checks))
         print_table("Per stage (sums over jobs; jobs run in parallel, so the sum of wall seconds exceeds the run's)",
-                    stage_table(run_dir))
+                    stage_table(run_dir, config=args.configfile))
         log = args.log or run_dir / LOG_NAME
         if log.is_file():
             print_log_tables(log)

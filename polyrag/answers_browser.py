@@ -26,8 +26,8 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
                  model_languages: Mapping[str, Sequence[str]] | None = None) -> dict:
     """What the page shows, as plain JSON-able data.
 
-    ``questions``: results/data/{lang}.parquet by language; ``answers``: results/answers/{model}/{lang}.parquet
-    by (model, language); ``games``: the judge's games by language (results/judgments/{judge}/{lang}/games.parquet;
+    ``questions``: data/{lang}.parquet by language; ``answers``: answers/{model}/{lang}.parquet
+    by (model, language); ``games``: the judge's games by language (judgments/{judge}/{lang}/games.parquet;
     a language without games has none); ``models`` in the order the page lists them (the leaderboard's);
     ``model_languages``: the languages each model answers (default: every one), where alone it must
     have answers (a model that was not asked a language has no answers there, not empty ones)."""
@@ -56,8 +56,8 @@ def browser_data(questions: Mapping[str, pd.DataFrame], answers: Mapping[tuple[s
             for answer in answers[model, lang].to_dict("records"):
                 query_id = str(answer["query_id"])
                 if query_id not in records:
-                    raise DataError(f"results/answers/{model}/{lang}.parquet answers question {query_id!r}, which "
-                                    f"results/data/{lang}.parquet does not hold: rerun its generation")
+                    raise DataError(f"answers/{model}/{lang}.parquet answers question {query_id!r}, which "
+                                    f"data/{lang}.parquet (in the results folder) does not hold: rerun its generation")
                 given = given_passages(answer, records[query_id])
                 shown[query_id]["answers"][model] = {
                     "answer": none_if_missing(answer.get("answer")), "error": none_if_missing(answer.get("error")),

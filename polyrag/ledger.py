@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from polyrag.config import outputs
 from polyrag.config.queries import (
     answering_models,
     arena_questions,
@@ -59,7 +60,6 @@ log = logging.getLogger(__name__)
 
 #: Where the workflow's outputs live; the ledger's table is one of them (the rules' QUESTIONS and
 #: ANSWERS patterns, rules/common.smk, start with the same folder).
-RESULTS_DIR = "results"
 LEDGER_TABLE = "ledger.csv"
 
 ANSWERS, JUDGE, FEATURES, MARS, META_EVAL, TEACHER = ("answers", "judge", "llm_features", "mars_synthesis", "meta_eval",
@@ -130,7 +130,7 @@ def question_count(config: dict, records: list[dict] | None, questions: int | No
     if questions is None and limit is None:
         raise ConfigError("ledger: the questions are not selected yet and data.max_questions is null: pass "
                           "--questions N (the questions per language) or select the data first "
-                          f"(snakemake {RESULTS_DIR}/data/{{lang}}.parquet)")
+                          f"(snakemake {outputs.results_path(config, 'data/{lang}.parquet')})")
     return min(x for x in (questions, limit) if x is not None)
 
 
@@ -318,9 +318,10 @@ def teacher_work(config: dict, lang: str, results_dir: Path) -> Work | None:
     return work
 
 
-def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None) -> list[Work]:
-    """Every stage's calls for a validated ``config``."""
-    results_dir = Path(results_dir)
+def plan(config: dict, results_dir: str | Path | None = None, questions: int | None = None) -> list[Work]:
+    """Every stage's calls for a validated ``config`` (its inputs read under ``results_dir``, default
+    the config's own)."""
+    results_dir = Path(results_dir or outputs.results_dir(config))
     works: list[Work] = []
     records_of = {lang: question_records(config, lang, results_dir) for lang in config["languages"]}
     called = [m for m, entry in config["models"].items() if is_called(config["models"][generator_of(m, entry)])]
@@ -340,7 +341,7 @@ def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | N
                 if work is None:
                     log.warning("meta_eval: %s's calls on MEMERAG %s are not counted: its sentences are neither "
                                 "selected (snakemake %s/meta_eval/data/%s.parquet, no model call) nor under "
-                                "meta_eval.dir", judge, lang, RESULTS_DIR, lang)
+                                "meta_eval.dir", judge, lang, results_dir, lang)
                 else:
                     works.append(work)
     if config["finetune"] is not None and is_called(config["models"][config["finetune"]["teacher"]]):
@@ -348,7 +349,7 @@ def plan(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | N
             work = teacher_work(config, lang, results_dir)
             if work is None:
                 log.warning("finetune: the teacher's calls in %s are not counted: its training questions are not "
-                            "selected yet (snakemake %s/finetune/data/%s.parquet, no model call)", lang, RESULTS_DIR, lang)
+                            "selected yet (snakemake %s/finetune/data/%s.parquet, no model call)", lang, results_dir, lang)
             else:
                 works.append(work)
     if config["mars"] is not None and is_called(config["models"][config["mars"]["generator"]]):
@@ -495,7 +496,7 @@ def observed_output_tokens(works: list[Work], caches: dict, counter: TokenCounte
     return {key: sum(v) / len(v) for key, v in observed.items()}
 
 
-def ledger(config: dict, results_dir: str | Path = RESULTS_DIR, questions: int | None = None,
+def ledger(config: dict, results_dir: str | Path | None = None, questions: int | None = None,
            assumed_output: int | None = None) -> pd.DataFrame:
     """The ledger of a validated ``config`` (one row per stage, caller and language).
 
@@ -573,7 +574,7 @@ def dry_run_total(config: dict) -> str:
     """The total line a dry run prints (polyrag.plan_summary); where the ledger cannot be computed
     without more (hub data not selected yet), the reason and the command that gives it."""
     try:
-        return total_line(ledger(config, RESULTS_DIR))
+        return total_line(ledger(config))
     except ConfigError as error:
         return f"ledger: not estimated ({str(error).removeprefix('ledger: ')})"
 
@@ -606,22 +607,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="questions per language where the data are not selected yet (else data.max_questions)")
     parser.add_argument("--assume-output-tokens", type=int, default=None, metavar="N",
                         help="output tokens per call where the cache has none of a stage's (default: max_tokens, a bound)")
-    parser.add_argument("--output", default=f"{RESULTS_DIR}/{LEDGER_TABLE}")
+    parser.add_argument("--output", default=None, help=f"default: {LEDGER_TABLE} in the config's results_dir")
     parser.add_argument("--total", action="store_true", help="print the one-line total only")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
         config = load_config(args.configfile, Path(__file__).resolve().parent.parent)
-        table = ledger(config, RESULTS_DIR, args.questions, args.assume_output_tokens)
+        table = ledger(config, None, args.questions, args.assume_output_tokens)
     except ConfigError as error:
         print(f"invalid config: {error}", file=sys.stderr)
         return 2
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.output, index=False)
+    output = args.output or outputs.results_path(config, LEDGER_TABLE)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False)
     if not args.total:
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(summary(table).to_string(index=False))
-        print(f"(per language: {args.output})")
+        print(f"(per language: {output})")
     print(total_line(table))
     return 0
 

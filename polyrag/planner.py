@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyrag.ledger import RESULTS_DIR, load_config
+from polyrag.config.outputs import results_dir
+from polyrag.ledger import load_config
 
 
 def needed(pilot_size: int, pilot_half_width: float, target_half_width: float) -> int:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.configfile, Path(__file__).resolve().parent.parent)
     judge = args.judge or arena_judge(config)
-    arena = Path(RESULTS_DIR) / "arena"
+    arena = Path(results_dir(config)) / "arena"
     plan = questions_plan(arena, judge, config["languages"], args.target)
     if args.labels_target is not None and config["arena"]["human_labels"]:
         labelled = config["arena"]["human_labels"]["judge"]
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             labels.append(labels_plan(pd.read_csv(path, dtype={"model": str}), None, args.labels_target)
                           if path.exists() else {})
         plan = pd.concat([plan, pd.DataFrame(labels)], axis=1)
-    plan.to_csv(Path(RESULTS_DIR) / "plan.csv", index=False)
+    plan.to_csv(Path(results_dir(config)) / "plan.csv", index=False)
     print(plan.to_string(index=False))
     print("An extrapolation from the pilot's measured variance (half-width ~ c(Q)/sqrt(Q)); docs/planning.md")
     return 0

@@ -2,7 +2,7 @@
 
 Scripts run by ``polyrag.logs.run_logged`` write stderr to the rule's log through ``LogLines``,
 which turns each refresh of a bar (tqdm rewrites its line with a carriage return) into a line
-of its own, so ``tail -f logs/...`` reads like a log and not like one endless line."""
+of its own, so ``tail -f results/logs/...`` reads like a log and not like one endless line."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ known-truth checks and where the report is. ``make demo`` ends with it; after an
 
     python -m polyrag.show [RESULTS] [--configfile CONFIG ...]
 
-RESULTS is the results folder (default ``results``) or its ``leaderboard.csv``. Your systems are
+RESULTS is the results folder or its ``leaderboard.csv``; without it, the folder the config files
+name (``results_dir``, polyrag.config.outputs), else ``results``. Your systems are
 those whose answers come from files (``backend: file``, read from ``leaderboard_detailed.csv``'s
 ``backend`` column) and the models and systems that the config files after the first name, so
 that the ``--configfile`` a run was given (``config.yaml my-system.yaml``) marks ``my-system``.
@@ -26,6 +27,7 @@ import yaml
 
 from polyrag.arena.components import report_note
 from polyrag.arena.leaderboard import LABEL_ANCHORED_COLUMNS
+from polyrag.config.outputs import configured_results_dir
 from polyrag.csv_tables import full_precision_path, read_full_table, read_table
 
 #: where there are more mocks than this, runs of two or more mocks next to each other in rank order
@@ -284,12 +286,15 @@ def checks_block(checks: pd.DataFrame, path: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(prog="python -m polyrag.show", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", nargs="?", default="results", type=Path,
-                        help="the results folder, or its leaderboard.csv (default: results)")
+    parser.add_argument("results", nargs="?", type=Path,
+                        help="the results folder, or its leaderboard.csv (default: the results_dir of the config "
+                             "files, else results)")
     parser.add_argument("report", nargs="?", type=Path, help="the report (default: RESULTS/report.html)")
     parser.add_argument("--configfile", nargs="+", default=[], type=Path,
                         help="the run's config files: the models and systems of those after the first are yours")
     args = parser.parse_args(argv)
+    if args.results is None:
+        args.results = Path(configured_results_dir(args.configfile))
     leaderboard = args.results if args.results.suffix == ".csv" else args.results / "leaderboard.csv"
     if not leaderboard.is_file():
         sys.exit(f"{leaderboard}: no leaderboard here; run the workflow first (make demo, or snakemake "

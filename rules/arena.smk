@@ -12,10 +12,10 @@ ARENA_JUDGE = arena_judge(config)  # None without judges: no arena, no leaderboa
 CROSSED = {judge: {system: list(cell) for system, cell in crossed_systems(config, judge).items()} for judge in JUDGES}
 CROSSED_JUDGES = [judge for judge, cells in CROSSED.items() if cells]
 # The surrogate judge's outputs per judge and language (rule surrogate writes every language's).
-SURROGATE_TABLE = "results/arena/{judge}/{lang}/surrogate.csv"
-SURROGATE_BOOTSTRAP = "results/arena/{judge}/{lang}/surrogate_bootstrap.parquet"
-SURROGATE_METRICS = "results/arena/{judge}/{lang}/surrogate_metrics.json"
-SURROGATE_FEATURES = "results/arena/{judge}/{lang}/model_features.csv"
+SURROGATE_TABLE = results_path("arena/{judge}/{lang}/surrogate.csv")
+SURROGATE_BOOTSTRAP = results_path("arena/{judge}/{lang}/surrogate_bootstrap.parquet")
+SURROGATE_METRICS = results_path("arena/{judge}/{lang}/surrogate_metrics.json")
+SURROGATE_FEATURES = results_path("arena/{judge}/{lang}/model_features.csv")
 
 
 # Under arena.budget: round k of a judge and language picks its units (pair, question) from the
@@ -30,7 +30,7 @@ rule arena_round:
         features=lambda wildcards: expand(FEATURES, model=round_models(wildcards), lang=wildcards.lang) if placement_round(config, wildcards.judge, int(wildcards.k)) else [],
     output:
         units=ROUND_UNITS,
-        record="results/arena/{judge}/{lang}/rounds/round_{k}.json",
+        record=results_path("arena/{judge}/{lang}/rounds/round_{k}.json"),
     wildcard_constraints:
         judge=alternatives(ROUND_JUDGES),
         k=r"\d+",
@@ -45,7 +45,7 @@ rule arena_round:
         seed=config["seed"],
     localrule: True
     log:
-        "logs/arena/{judge}/{lang}/round_{k}.log",
+        log_path("arena/{judge}/{lang}/round_{k}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -60,18 +60,18 @@ rule bradley_terry:
     input:
         games=judgment_files,
     output:
-        table="results/arena/{judge}/{lang}/bradley_terry.csv",
-        bootstrap="results/arena/{judge}/{lang}/bootstrap.parquet",
-        tournaments="results/arena/{judge}/{lang}/tournaments.parquet",
+        table=results_path("arena/{judge}/{lang}/bradley_terry.csv"),
+        bootstrap=results_path("arena/{judge}/{lang}/bootstrap.parquet"),
+        tournaments=results_path("arena/{judge}/{lang}/tournaments.parquet"),
     params:
         models=contestants,
         bootstrap=config["arena"]["bootstrap"],
         regularization=config["arena"]["regularization"],
         seed=config["seed"],
     log:
-        "logs/arena/{judge}/{lang}/bradley_terry.log",
+        log_path("arena/{judge}/{lang}/bradley_terry.log"),
     benchmark:
-        "results/benchmarks/arena/{judge}/{lang}/bradley_terry.tsv"
+        benchmark_path("arena/{judge}/{lang}/bradley_terry.tsv")
     resources:
         mem_mb=4000,
         runtime=30,
@@ -87,12 +87,12 @@ rule judge_diagnostics:
     input:
         games=judgment_files,
     output:
-        diagnostics="results/arena/{judge}/{lang}/judge_diagnostics.csv",
+        diagnostics=results_path("arena/{judge}/{lang}/judge_diagnostics.csv"),
     params:
         panel=lambda wildcards: wildcards.judge in PANEL_JUDGES,
     localrule: True  # counts over one games file: seconds
     log:
-        "logs/arena/{judge}/{lang}/judge_diagnostics.log",
+        log_path("arena/{judge}/{lang}/judge_diagnostics.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -110,18 +110,18 @@ rule style_control:
         questions=QUESTIONS,
         answers=contestant_answers_in_language,
     output:
-        style_table="results/arena/{judge}/{lang}/style_controlled.csv",
-        style_coefficients="results/arena/{judge}/{lang}/style_coefficients.csv",
-        style_bootstrap="results/arena/{judge}/{lang}/style_bootstrap.parquet",
+        style_table=results_path("arena/{judge}/{lang}/style_controlled.csv"),
+        style_coefficients=results_path("arena/{judge}/{lang}/style_coefficients.csv"),
+        style_bootstrap=results_path("arena/{judge}/{lang}/style_bootstrap.parquet"),
     params:
         models=contestants,
         bootstrap=config["arena"]["bootstrap"],
         regularization=config["arena"]["regularization"],
         seed=config["seed"],
     log:
-        "logs/arena/{judge}/{lang}/style_control.log",
+        log_path("arena/{judge}/{lang}/style_control.log"),
     benchmark:
-        "results/benchmarks/arena/{judge}/{lang}/style_control.tsv"
+        benchmark_path("arena/{judge}/{lang}/style_control.tsv")
     resources:
         mem_mb=4000,
         runtime=30,
@@ -139,8 +139,8 @@ rule component_effects:
     input:
         games=lambda wildcards: [path for lang in LANGUAGES for path in judgment_paths(wildcards.judge, lang)],
     output:
-        table="results/arena/{judge}/components.csv",
-        summary="results/arena/{judge}/components.json",
+        table=results_path("arena/{judge}/components.csv"),
+        summary=results_path("arena/{judge}/components.json"),
     wildcard_constraints:
         judge=alternatives(CROSSED_JUDGES),
     params:
@@ -152,9 +152,9 @@ rule component_effects:
         regularization=config["arena"]["regularization"],
         seed=config["seed"],
     log:
-        "logs/arena/{judge}/components.log",
+        log_path("arena/{judge}/components.log"),
     benchmark:
-        "results/benchmarks/arena/{judge}/components.tsv"
+        benchmark_path("arena/{judge}/components.tsv")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -170,8 +170,8 @@ rule judge_agreement:
     input:
         lambda wildcards: [path for judge in JUDGES for path in judgment_paths(judge, wildcards.lang)],
     output:
-        agreement="results/arena/{lang}/judge_agreement.csv",
-        self_preference="results/arena/{lang}/self_preference.csv",
+        agreement=results_path("arena/{lang}/judge_agreement.csv"),
+        self_preference=results_path("arena/{lang}/self_preference.csv"),
     params:
         games=lambda wildcards: {judge: judgment_paths(judge, wildcards.lang) for judge in JUDGES},
         panels={judge: config["judges"][judge]["members"] for judge in PANEL_JUDGES},
@@ -183,9 +183,9 @@ rule judge_agreement:
         seed=config["seed"],
     localrule: True
     log:
-        "logs/arena/{lang}/judge_agreement.log",
+        log_path("arena/{lang}/judge_agreement.log"),
     benchmark:
-        "results/benchmarks/arena/{lang}/judge_agreement.tsv"
+        benchmark_path("arena/{lang}/judge_agreement.tsv")
     resources:
         mem_mb=4000,
         runtime=30,
@@ -225,9 +225,9 @@ rule surrogate:
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/arena/{judge}/surrogate.log",
+        log_path("arena/{judge}/surrogate.log"),
     benchmark:
-        "results/benchmarks/arena/{judge}/surrogate.tsv"
+        benchmark_path("arena/{judge}/surrogate.tsv")
     threads: 2  # as a SLURM job it must fit the smallest node (a 2-CPU node never schedules 8); the forest is the same on any count
     resources:
         mem_mb=4000,
@@ -255,13 +255,13 @@ rule leaderboard:
         rounds=[round_paths(rules.arena_round.output.record, ARENA_JUDGE, lang)[-1]
                 for lang in LANGUAGES] if ARENA_JUDGE in ROUND_JUDGES else [],
     output:
-        leaderboard=report("results/leaderboard.csv", caption="../report/leaderboard.rst", category=REPORT["downloads"]),
-        detailed="results/leaderboard_detailed.csv",
-        by_language="results/leaderboard_by_language.csv",
+        leaderboard=report(results_path("leaderboard.csv"), caption="../report/leaderboard.rst", category=REPORT["downloads"]),
+        detailed=results_path("leaderboard_detailed.csv"),
+        by_language=results_path("leaderboard_by_language.csv"),
         # each CSV's full-precision twin, written by the same call (polyrag.csv_tables.write_table)
-        leaderboard_full="results/leaderboard.parquet",
-        detailed_full="results/leaderboard_detailed.parquet",
-        by_language_full="results/leaderboard_by_language.parquet",
+        leaderboard_full=results_path("leaderboard.parquet"),
+        detailed_full=results_path("leaderboard_detailed.parquet"),
+        by_language_full=results_path("leaderboard_by_language.parquet"),
     params:
         languages=LANGUAGES,
         label_anchored_judge=HUMAN_LABELS and HUMAN_LABELS["judge"],
@@ -269,9 +269,9 @@ rule leaderboard:
         systems=system_components(config),
     localrule: True
     log:
-        "logs/arena/leaderboard.log",
+        log_path("arena/leaderboard.log"),
     benchmark:
-        "results/benchmarks/arena/leaderboard.tsv"
+        benchmark_path("arena/leaderboard.tsv")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -291,12 +291,12 @@ rule leaderboard_table:
         components_summary=(expand(rules.component_effects.output.summary, judge=ARENA_JUDGE)
                             if ARENA_JUDGE in CROSSED_JUDGES else []),
     output:
-        report("results/leaderboard.html", caption="../report/leaderboard.rst", category=REPORT["results"]),
+        report(results_path("leaderboard.html"), caption="../report/leaderboard.rst", category=REPORT["results"]),
     localrule: True
     log:
-        "logs/arena/leaderboard_table.log",
+        log_path("arena/leaderboard_table.log"),
     benchmark:
-        "results/benchmarks/arena/leaderboard_table.tsv"
+        benchmark_path("arena/leaderboard_table.tsv")
     conda:
         "../envs/core.yaml"
     script:
@@ -313,7 +313,7 @@ rule answers_browser:
         games=[path for lang in LANGUAGES for path in judgment_paths(ARENA_JUDGE, lang)] if ARENA_JUDGE else [],
         leaderboard=[rules.leaderboard.output.leaderboard] if ARENA_JUDGE else [],
     output:
-        report("results/answers.html", caption="../report/answers.rst", category=REPORT["answers"]),
+        report(results_path("answers.html"), caption="../report/answers.rst", category=REPORT["answers"]),
     params:
         languages=LANGUAGES,
         models=MODELS,
@@ -323,9 +323,9 @@ rule answers_browser:
         judge=ARENA_JUDGE,
     localrule: True
     log:
-        "logs/arena/answers_browser.log",
+        log_path("arena/answers_browser.log"),
     benchmark:
-        "results/benchmarks/arena/answers_browser.tsv"
+        benchmark_path("arena/answers_browser.tsv")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -347,15 +347,15 @@ rule judges_table:
         # rules/meta_eval.smk, included after this file
         credibility=lambda wildcards: rules.meta_eval_summary.output.credibility if META_EVAL and META_EVAL["llm_judges"] else [],
     output:
-        page=report("results/judges.html", caption="../report/judges.rst", category=REPORT["judges"]),
-        diagnostics="results/judge_diagnostics.csv",
+        page=report(results_path("judges.html"), caption="../report/judges.rst", category=REPORT["judges"]),
+        diagnostics=results_path("judge_diagnostics.csv"),
     params:
         judges=JUDGES,
         languages=LANGUAGES,
         arena_judge=ARENA_JUDGE,
     localrule: True
     log:
-        "logs/arena/judges_table.log",
+        log_path("arena/judges_table.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -372,22 +372,22 @@ rule arena_plots:
         surrogate_metrics=expand(SURROGATE_METRICS, judge=ARENA_JUDGE, lang=LANGUAGES),
         model_features=expand(SURROGATE_FEATURES, judge=ARENA_JUDGE, lang=LANGUAGES),
     output:
-        rank_heatmap=report("results/plots/rank_heatmap.png", caption="../report/rank_heatmap.rst", category=REPORT["arena"]),
-        logits=report("results/plots/bt_logits.png", caption="../report/bt_logits.rst", category=REPORT["arena"]),
-        features=report("results/plots/features.png", caption="../report/features.rst", category=REPORT["features"]),
+        rank_heatmap=report(results_path("plots/rank_heatmap.png"), caption="../report/rank_heatmap.rst", category=REPORT["arena"]),
+        logits=report(results_path("plots/bt_logits.png"), caption="../report/bt_logits.rst", category=REPORT["arena"]),
+        features=report(results_path("plots/features.png"), caption="../report/features.rst", category=REPORT["features"]),
         importances=report(
-            "results/plots/feature_importances.png", caption="../report/feature_importances.rst", category=REPORT["surrogate"]
+            results_path("plots/feature_importances.png"), caption="../report/feature_importances.rst", category=REPORT["surrogate"]
         ),
         surrogate=report(
-            "results/plots/surrogate_vs_bt.png", caption="../report/surrogate_vs_bt.rst", category=REPORT["surrogate"]
+            results_path("plots/surrogate_vs_bt.png"), caption="../report/surrogate_vs_bt.rst", category=REPORT["surrogate"]
         ),
     params:
         languages=LANGUAGES,
     localrule: True
     log:
-        "logs/arena/plots.log",
+        log_path("arena/plots.log"),
     benchmark:
-        "results/benchmarks/arena/plots.tsv"
+        benchmark_path("arena/plots.tsv")
     resources:
         mem_mb=2000,
         runtime=10,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from polyrag.config import outputs
 from polyrag.config.params import FileDigests, canonical, output_roots, source_digests
 from polyrag.config.queries import (answers_language, model_languages, model_pairs, model_resources, pair_languages,
                                     partial_models)
@@ -54,14 +55,32 @@ MARS = config["mars"]
 HUMAN_LABELS = config["arena"]["human_labels"]
 FT = config["finetune"]  # the student already joined MODELS under FT["name"] (validate_config)
 
+# Every file a rule writes (outputs, logs, benchmark TSVs, the report's files) lies under the config's
+# results_dir, so that two configs never write each other's files (docs/outputs.md); every rule's
+# path is built with these three, relative to that folder.
+RESULTS_DIR = outputs.results_dir(config)
+
+
+def results_path(path):
+    return outputs.results_path(config, path)
+
+
+def log_path(path):
+    return outputs.log_path(config, path)
+
+
+def benchmark_path(path):
+    return outputs.benchmark_path(config, path)
+
+
 # The output contract (docs: DESIGN.md), written once: every stage reads these.
-QUESTIONS = "results/data/{lang}.parquet"
-ANSWERS = "results/answers/{model}/{lang}.parquet"
-FEATURES = "results/features/{model}/{lang}.parquet"
+QUESTIONS = results_path("data/{lang}.parquet")
+ANSWERS = results_path("answers/{model}/{lang}.parquet")
+FEATURES = results_path("features/{model}/{lang}.parquet")
 # One model's files in every language, in one small file that jobs reading them for many models
 # declare as their input (polyrag/manifest.py): a readable dry run at 18 languages.
-ANSWERS_MANIFEST = "results/answers/{model}/manifest.json"
-FEATURES_MANIFEST = "results/features/{model}/manifest.json"
+ANSWERS_MANIFEST = results_path("answers/{model}/manifest.json")
+FEATURES_MANIFEST = results_path("features/{model}/manifest.json")
 
 def alternatives(names):
     """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
@@ -240,7 +259,8 @@ def canonical_params(all_rules):
     the user files among its inputs. Called once, after the last rule is defined."""
     working_dir = os.getcwd()
     all_rules = list(all_rules)
-    roots = output_roots(path for step in all_rules for path in step.output)
+    # The results folder as well: where it is absolute, its outputs have no relative first folder.
+    roots = output_roots(path for step in all_rules for path in step.output) | {RESULTS_DIR}
     digests = FileDigests()
     for step in all_rules:
         for index, item in enumerate(step.params):

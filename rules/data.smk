@@ -1,4 +1,4 @@
-# Question and passage selection: results/data/{lang}.parquet from the configured source.
+# Question and passage selection: data/{lang}.parquet (in results_dir) from the configured source.
 
 
 include: "inputs/data.smk"
@@ -15,9 +15,9 @@ rule select_questions:
         cache_dir=config["cache_dir"],
         time_filter=time_filter_entry,
     log:
-        "logs/data/{lang}.log",
+        log_path("data/{lang}.log"),
     benchmark:
-        "results/benchmarks/data/{lang}.tsv"
+        benchmark_path("data/{lang}.tsv")
     threads: time_filter_threads
     resources:
         mem_mb=8000,

@@ -1,4 +1,4 @@
-# Answer features: results/features/{model}/{lang}.parquet, one column per feature.
+# Answer features: features/{model}/{lang}.parquet (in results_dir), one column per feature.
 # Each feature group is its own rule (and file) so that model-based groups can run on GPU
 # nodes and be cached on their own; merge_features joins the groups that are configured.
 # Every job covers one model's answers in every language, so a feature model (NLI, reranker,
@@ -16,13 +16,13 @@ rule deterministic_features:
         tables=expand(FEATURE_GROUP, lang=LANGUAGES, group="deterministic", allow_missing=True),
         # each answer's detected language in every language, in one file: what a judge that scores
         # languages reads (two inputs per pair job rather than two per language)
-        languages="results/features/{model}/answer_languages.parquet",
+        languages=results_path("features/{model}/answer_languages.parquet"),
     params:
         languages=model_language_keys,
     log:
-        "logs/features/{model}/deterministic.log",
+        log_path("features/{model}/deterministic.log"),
     benchmark:
-        "results/benchmarks/features/{model}/deterministic.tsv"
+        benchmark_path("features/{model}/deterministic.tsv")
     resources:
         mem_mb=4000,
         runtime=60,
@@ -44,9 +44,9 @@ rule embedding_features:
     params:
         cache_dir=config["cache_dir"],
     log:
-        "logs/features/{model}/embedding.log",
+        log_path("features/{model}/embedding.log"),
     benchmark:
-        "results/benchmarks/features/{model}/embedding.tsv"
+        benchmark_path("features/{model}/embedding.tsv")
     threads: resource("threads", config, embedding_resources)
     resources:
         gpu=resource("gpu", config, embedding_resources),
@@ -67,9 +67,9 @@ rule nli_features:
     params:
         options=config["features"]["nli"],
     log:
-        "logs/features/{model}/nli.log",
+        log_path("features/{model}/nli.log"),
     benchmark:
-        "results/benchmarks/features/{model}/nli.tsv"
+        benchmark_path("features/{model}/nli.tsv")
     threads: resource("threads", config["features"]["nli"] or {})
     resources:
         gpu=resource("gpu", config["features"]["nli"] or {}),
@@ -90,9 +90,9 @@ rule reranker_features:
     params:
         options=config["features"]["reranker"],
     log:
-        "logs/features/{model}/reranker.log",
+        log_path("features/{model}/reranker.log"),
     benchmark:
-        "results/benchmarks/features/{model}/reranker.tsv"
+        benchmark_path("features/{model}/reranker.tsv")
     threads: resource("threads", config["features"]["reranker"] or {})
     resources:
         gpu=resource("gpu", config["features"]["reranker"] or {}),
@@ -116,9 +116,9 @@ rule llm_features:
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/features/{model}/llm.log",
+        log_path("features/{model}/llm.log"),
     benchmark:
-        "results/benchmarks/features/{model}/llm.tsv"
+        benchmark_path("features/{model}/llm.tsv")
     threads: resource("threads", llm_feature_judge_entry)
     resources:
         gpu=resource("gpu", llm_feature_judge_entry),
@@ -140,7 +140,7 @@ rule merge_features:
         groups=len(feature_groups()),
     localrule: True
     log:
-        "logs/features/{model}/merge.log",
+        log_path("features/{model}/merge.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -161,9 +161,9 @@ rule feature_manifest:
         groups=lambda wildcards, input: {"features": dict(zip(model_language_keys(wildcards), map(str, input)))},
     localrule: True  # hashes a few files: seconds
     log:
-        "logs/manifest/features/{model}.log",
+        log_path("manifest/features/{model}.log"),
     benchmark:
-        "results/benchmarks/manifest/features/{model}.tsv"
+        benchmark_path("manifest/features/{model}.tsv")
     resources:
         mem_mb=1000,
         runtime=10,

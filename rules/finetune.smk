@@ -17,16 +17,16 @@ if FT:
             evaluated=expand(QUESTIONS, lang=LANGUAGES),
             local=training_files(config, FT_LANGUAGES),
         output:
-            expand("results/finetune/data/{lang}.parquet", lang=FT_LANGUAGES),
+            expand(results_path("finetune/data/{lang}.parquet"), lang=FT_LANGUAGES),
         params:
             training=FT["training"],
             languages=FT_LANGUAGES,
             seed=config["seed"],
             cache_dir=config["cache_dir"],
         log:
-            "logs/finetune/questions.log",
+            log_path("finetune/questions.log"),
         benchmark:
-            "results/benchmarks/finetune/questions.tsv"
+            benchmark_path("finetune/questions.tsv")
         resources:
             mem_mb=8000,
             runtime=120,
@@ -47,9 +47,9 @@ if FT:
             settings=generation_settings(config, FT["teacher"]),
             cache_dir=config["cache_dir"],
         log:
-            f"logs/finetune/{FT['name']}/teacher.log",
+            log_path(f"finetune/{FT['name']}/teacher.log"),
         benchmark:
-            f"results/benchmarks/finetune/{FT['name']}/teacher.tsv"
+            benchmark_path(f"finetune/{FT['name']}/teacher.tsv")
         threads: resource("threads", config["models"][FT["teacher"]])
         resources:
             gpu=resource("gpu", config["models"][FT["teacher"]]),
@@ -72,7 +72,7 @@ if FT:
             settings=generation_settings(config, FT["name"]),  # the prompt the student is evaluated with
             seed=config["seed"],
         log:
-            f"logs/finetune/{FT['name']}/curate.log",
+            log_path(f"finetune/{FT['name']}/curate.log"),
         localrule: True
         conda:
             "../envs/core.yaml"
@@ -96,9 +96,9 @@ if FT:
             cache_dir=config["cache_dir"],
             seed=config["seed"],
         log:
-            f"logs/finetune/{FT['name']}/train.log",
+            log_path(f"finetune/{FT['name']}/train.log"),
         benchmark:
-            f"results/benchmarks/finetune/{FT['name']}/train.tsv"
+            benchmark_path(f"finetune/{FT['name']}/train.tsv")
         threads: resource("threads", config, finetune_resources)
         resources:
             gpu=resource("gpu", config, finetune_resources),
@@ -124,7 +124,7 @@ if FT:
                 control=FT_CONTROL,
                 reference_judge=scores_reference_criteria(ARENA_JUDGE),
             log:
-                f"logs/finetune/{FT['name']}/gain.log",
+                log_path(f"finetune/{FT['name']}/gain.log"),
             localrule: True
             resources:
                 mem_mb=2000,

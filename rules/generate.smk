@@ -1,4 +1,4 @@
-# Answer generation with citations: results/answers/{model}/{lang}.parquet.
+# Answer generation with citations: answers/{model}/{lang}.parquet (in results_dir).
 # One job per model over every language, so a GPU model is loaded once per run, not once per
 # language. Inputs and params depend on this model's entry only, so adding a model adds only
 # its job; adding a language reruns each model's job, which finds its old answers in the cache.
@@ -23,9 +23,9 @@ rule generate_answers:
         wrong_language=wrong_language_sources,
         cache_dir=config["cache_dir"],
     log:
-        "logs/generate/{model}.log",
+        log_path("generate/{model}.log"),
     benchmark:
-        "results/benchmarks/generate/{model}.tsv"
+        benchmark_path("generate/{model}.tsv")
     threads: resource("threads", model_entry)
     resources:
         gpu=resource("gpu", model_entry),
@@ -53,9 +53,9 @@ rule answer_manifest:
         },
     localrule: True  # hashes a few files: seconds
     log:
-        "logs/manifest/answers/{model}.log",
+        log_path("manifest/answers/{model}.log"),
     benchmark:
-        "results/benchmarks/manifest/answers/{model}.tsv"
+        benchmark_path("manifest/answers/{model}.tsv")
     resources:
         mem_mb=1000,
         runtime=10,

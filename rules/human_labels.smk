@@ -11,10 +11,10 @@ rule judge_units:
     input:
         games=judgment_files,
     output:
-        "results/arena/{judge}/{lang}/units.parquet",
+        results_path("arena/{judge}/{lang}/units.parquet"),
     localrule: True  # a group-by over one judge's games: seconds
     log:
-        "logs/arena/{judge}/{lang}/units.log",
+        log_path("arena/{judge}/{lang}/units.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -32,18 +32,18 @@ rule human_label_sample:
         questions=QUESTIONS,
         answers=lambda wildcards: expand(ANSWERS, model=labelled_contestants(wildcards), lang=wildcards.lang),
     output:
-        key="results/human_labels/{lang}/key.csv",
-        tasks="results/human_labels/{lang}/tasks.csv",
-        tasks_jsonl="results/human_labels/{lang}/tasks.jsonl",
-        label_studio="results/human_labels/{lang}/label_studio.json",
-        label_studio_config="results/human_labels/{lang}/label_studio.xml",
+        key=results_path("human_labels/{lang}/key.csv"),
+        tasks=results_path("human_labels/{lang}/tasks.csv"),
+        tasks_jsonl=results_path("human_labels/{lang}/tasks.jsonl"),
+        label_studio=results_path("human_labels/{lang}/label_studio.json"),
+        label_studio_config=results_path("human_labels/{lang}/label_studio.xml"),
     params:
         sample=HUMAN_LABELS and HUMAN_LABELS["sample"],
         models=labelled_contestants,
         seed=config["seed"],
     localrule: True
     log:
-        "logs/human_labels/{lang}/sample.log",
+        log_path("human_labels/{lang}/sample.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -59,10 +59,10 @@ rule stand_in_labels:
         key=rules.human_label_sample.output.key,
         games=lambda wildcards: judgment_paths(wildcards.judge, wildcards.lang),
     output:
-        "results/human_labels/{lang}/filled_by_{judge}.csv",
+        results_path("human_labels/{lang}/filled_by_{judge}.csv"),
     localrule: True
     log:
-        "logs/human_labels/{lang}/filled_by_{judge}.log",
+        log_path("human_labels/{lang}/filled_by_{judge}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -78,11 +78,11 @@ rule human_labels:
         filled=filled_labels_file,
         key=rules.human_label_sample.output.key,
     output:
-        labels="results/human_labels/{lang}/labels.parquet",
-        counts="results/human_labels/{lang}/label_counts.json",
+        labels=results_path("human_labels/{lang}/labels.parquet"),
+        counts=results_path("human_labels/{lang}/label_counts.json"),
     localrule: True
     log:
-        "logs/human_labels/{lang}/labels.log",
+        log_path("human_labels/{lang}/labels.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -104,8 +104,8 @@ rule label_anchored:
         ],
         answers=lambda wildcards: answered_paths(ANSWERS, label_anchored_contestants(wildcards), label_anchored_languages(wildcards)),
     output:
-        table="results/arena/{judge}/{scope}/label_anchored.csv",
-        agreement="results/arena/{judge}/{scope}/label_agreement.csv",
+        table=results_path("arena/{judge}/{scope}/label_anchored.csv"),
+        agreement=results_path("arena/{judge}/{scope}/label_agreement.csv"),
     wildcard_constraints:
         scope=alternatives(LABELLED_LANGUAGES + ["all"]),
     params:
@@ -114,7 +114,7 @@ rule label_anchored:
         human_labels=HUMAN_LABELS,
     localrule: True  # Newton fits on a few thousand units: seconds
     log:
-        "logs/arena/{judge}/{scope}/label_anchored.log",
+        log_path("arena/{judge}/{scope}/label_anchored.log"),
     resources:
         mem_mb=2000,
         runtime=10,

@@ -5,7 +5,7 @@
 # where snakemake runs (on a cluster: the submitting node, which can reach the API when compute
 # nodes cannot). A judge that runs on local weights (vLLM, transformers, llama.cpp) judges every
 # pair in one cluster job, so its model is loaded once, and writes one games file per language
-# (results/judgments/{judge}/{lang}/games.parquet); after a model is added that job reruns and
+# (judgments/{judge}/{lang}/games.parquet); after a model is added that job reruns and
 # finds the old pairs in the LLM cache.
 
 
@@ -30,9 +30,9 @@ rule judge_pair:
         cache_dir=config["cache_dir"],
     localrule: True
     log:
-        "logs/judge/{judge}/{model_a}__{model_b}.log",
+        log_path("judge/{judge}/{model_a}__{model_b}.log"),
     benchmark:
-        "results/benchmarks/judge/{judge}/{model_a}__{model_b}.tsv"
+        benchmark_path("judge/{judge}/{model_a}__{model_b}.tsv")
     threads: resource("threads", judge_entry)
     resources:
         gpu=resource("gpu", judge_entry),
@@ -59,9 +59,9 @@ rule judge_pairs_local_model:
         judging=judge_settings,
         cache_dir=config["cache_dir"],
     log:
-        "logs/judge/{judge}.log",
+        log_path("judge/{judge}.log"),
     benchmark:
-        "results/benchmarks/judge/{judge}.tsv"
+        benchmark_path("judge/{judge}.tsv")
     threads: resource("threads", judge_entry)
     resources:
         gpu=resource("gpu", judge_entry),
@@ -87,9 +87,9 @@ rule gather_games:
         judge=alternatives(PER_PAIR_JUDGES),
     localrule: True
     log:
-        "logs/judge/{judge}/{lang}/gather.log",
+        log_path("judge/{judge}/{lang}/gather.log"),
     benchmark:
-        "results/benchmarks/judge/{judge}/{lang}/gather.tsv"
+        benchmark_path("judge/{judge}/{lang}/gather.tsv")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -106,14 +106,14 @@ rule panel_games:
         member_judgment_files,
     output:
         games=JUDGE_GAMES,
-        members="results/judgments/{judge}/{lang}/members.csv",
+        members=results_path("judgments/{judge}/{lang}/members.csv"),
     wildcard_constraints:
         judge=alternatives(PANEL_JUDGES),
     params:
         members=member_games,
     localrule: True
     log:
-        "logs/judge/{judge}/{lang}.log",
+        log_path("judge/{judge}/{lang}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -145,9 +145,9 @@ rule judge_round:
         cache_dir=config["cache_dir"],
     localrule: True
     log:
-        "logs/judge/{judge}/{lang}/round_{k}.log",
+        log_path("judge/{judge}/{lang}/round_{k}.log"),
     benchmark:
-        "results/benchmarks/judge/{judge}/{lang}/round_{k}.tsv"
+        benchmark_path("judge/{judge}/{lang}/round_{k}.tsv")
     threads: resource("threads", judge_entry)
     resources:
         gpu=resource("gpu", judge_entry),

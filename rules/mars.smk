@@ -10,7 +10,7 @@ rule mars_gold:
         evaluated=evaluated_question_files,
         local=mars_gold_data_files,
     output:
-        "results/mars/gold/{pair}.parquet",
+        results_path("mars/gold/{pair}.parquet"),
     params:
         gold=MARS and MARS["gold"],
         few_shot=MARS and MARS["few_shot"]["count"],
@@ -19,7 +19,7 @@ rule mars_gold:
         cache_dir=config["cache_dir"],
         seed=config["seed"],
     log:
-        "logs/mars/gold/{pair}.log",
+        log_path("mars/gold/{pair}.log"),
     localrule: True  # selects and labels a few hundred XQuAD rows (fetched once into cache_dir): seconds
     resources:
         mem_mb=2000,
@@ -36,8 +36,8 @@ rule mars_synthetic:
         corpus=mars_corpus_files,
         few_shot=lambda wildcards: MARS["few_shot"]["file"] or [],
     output:
-        table="results/mars/synthetic/{pair}.parquet",
-        stats="results/mars/synthetic/{pair}.json",
+        table=results_path("mars/synthetic/{pair}.parquet"),
+        stats=results_path("mars/synthetic/{pair}.json"),
     params:
         generator=mars_generator,
         # only what generation reads, so that changing the judges never reruns it
@@ -45,9 +45,9 @@ rule mars_synthetic:
         cache_dir=config["cache_dir"],
         seed=config["seed"],
     log:
-        "logs/mars/synthetic/{pair}.log",
+        log_path("mars/synthetic/{pair}.log"),
     benchmark:
-        "results/benchmarks/mars/synthetic/{pair}.tsv"
+        benchmark_path("mars/synthetic/{pair}.tsv")
     threads: resource("threads", mars_generator_entry)
     resources:
         gpu=resource("gpu", mars_generator_entry),
@@ -68,16 +68,16 @@ rule mars_judge:
     input:
         synthetic=expand(rules.mars_synthetic.output.table, pair=MARS_PAIRS),
     output:
-        judge="results/mars/judges/{metric}/judge.json",
-        history="results/mars/judges/{metric}/history.csv",
+        judge=results_path("mars/judges/{metric}/judge.json"),
+        history=results_path("mars/judges/{metric}/history.csv"),
     params:
         judge=MARS and MARS["judge"],
         cache_dir=config["cache_dir"],
         seed=config["seed"],
     log:
-        "logs/mars/judges/{metric}.log",
+        log_path("mars/judges/{metric}.log"),
     benchmark:
-        "results/benchmarks/mars/judges/{metric}.tsv"
+        benchmark_path("mars/judges/{metric}.tsv")
     threads: resource("threads", config, mars_judge_resources)
     resources:
         gpu=resource("gpu", config, mars_judge_resources),
@@ -93,13 +93,13 @@ rule mars_calibration:
         sources=mars_calibration_inputs,
         evaluated=expand(QUESTIONS, lang=MARS_LANGUAGES),
     output:
-        "results/mars/calibration.parquet",
+        results_path("mars/calibration.parquet"),
     params:
         calibration=MARS and MARS["calibration"],
         metrics=MARS_METRICS,
         seed=config["seed"],
     log:
-        "logs/mars/calibration.log",
+        log_path("mars/calibration.log"),
     localrule: True  # joins a few small labelled tables: seconds
     resources:
         mem_mb=2000,
@@ -115,13 +115,13 @@ rule mars_calibration_predictions:
         calibration=rules.mars_calibration.output[0],
         judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
-        "results/mars/calibration_predictions.parquet",
+        results_path("mars/calibration_predictions.parquet"),
     params:
         cache_dir=config["cache_dir"],
         judge=MARS and MARS["judge"],
         metrics=MARS_METRICS,
     log:
-        "logs/mars/calibration_predictions.log",
+        log_path("mars/calibration_predictions.log"),
     threads: resource("threads", config, mars_judge_resources)
     resources:
         gpu=resource("gpu", config, mars_judge_resources),
@@ -139,8 +139,8 @@ rule mars_scores:
         calibration=rules.mars_calibration_predictions.output[0],
         judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
-        "results/mars/scores/{model}.csv",
-        full_precision="results/mars/scores/{model}.parquet",  # the CSV's twin (csv_tables.write_table)
+        results_path("mars/scores/{model}.csv"),
+        full_precision=results_path("mars/scores/{model}.parquet"),  # the CSV's twin (csv_tables.write_table)
     params:
         cache_dir=config["cache_dir"],
         languages=mars_model_languages,
@@ -148,9 +148,9 @@ rule mars_scores:
         metrics=MARS_METRICS,
         scoring=MARS and MARS["scoring"],
     log:
-        "logs/mars/scores/{model}.log",
+        log_path("mars/scores/{model}.log"),
     benchmark:
-        "results/benchmarks/mars/scores/{model}.tsv"
+        benchmark_path("mars/scores/{model}.tsv")
     threads: resource("threads", config, mars_judge_resources)
     resources:
         gpu=resource("gpu", config, mars_judge_resources),
@@ -168,9 +168,9 @@ rule mars_meta_eval:
         calibration=rules.mars_calibration_predictions.output[0],
         judges=expand(rules.mars_judge.output.judge, metric=MARS_METRICS),
     output:
-        summary=report("results/mars/meta_eval.csv", caption="../report/mars_meta_eval.rst", category=REPORT["mars"]),
-        systems="results/mars/meta_eval_systems.csv",
-        coverage=report("results/mars/meta_eval_coverage.csv", caption="../report/mars_meta_eval_coverage.rst",
+        summary=report(results_path("mars/meta_eval.csv"), caption="../report/mars_meta_eval.rst", category=REPORT["mars"]),
+        systems=results_path("mars/meta_eval_systems.csv"),
+        coverage=report(results_path("mars/meta_eval_coverage.csv"), caption="../report/mars_meta_eval_coverage.rst",
                         category=REPORT["mars"]),
     params:
         cache_dir=config["cache_dir"],
@@ -181,9 +181,9 @@ rule mars_meta_eval:
         scoring=MARS and MARS["scoring"],
         seed=config["seed"],
     log:
-        "logs/mars/meta_eval.log",
+        log_path("mars/meta_eval.log"),
     benchmark:
-        "results/benchmarks/mars/meta_eval.tsv"
+        benchmark_path("mars/meta_eval.tsv")
     threads: resource("threads", config, mars_judge_resources)
     resources:
         gpu=resource("gpu", config, mars_judge_resources),

@@ -9,13 +9,13 @@ rule memerag_sentences:
     input:
         local=memerag_data_files,
     output:
-        "results/meta_eval/data/{memerag_lang}.parquet",
+        results_path("meta_eval/data/{memerag_lang}.parquet"),
     params:
         meta_eval=config["meta_eval"],
         cache_dir=config["cache_dir"],
         seed=config["seed"],
     log:
-        "logs/meta_eval/data/{memerag_lang}.log",
+        log_path("meta_eval/data/{memerag_lang}.log"),
     localrule: True  # splits MEMERAG's labelled answers into sentences: seconds
     resources:
         mem_mb=2000,
@@ -34,16 +34,16 @@ rule meta_eval_scores:
             expand(rules.mars_judge.output.judge, metric=["af", "ar"]) if wildcards.scorer == "mars" else []  # rules/mars.smk
         ),
     output:
-        expand("results/meta_eval/scores/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        expand(results_path("meta_eval/scores/{{scorer}}/{memerag_lang}.parquet"), memerag_lang=META_LANGUAGES),
     params:
         tasks=META_EVAL["tasks"] if META_EVAL else [],
         nli=config["features"]["nli"],
         mars_judge=MARS and MARS["judge"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/meta_eval/scores/{scorer}.log",
+        log_path("meta_eval/scores/{scorer}.log"),
     benchmark:
-        "results/benchmarks/meta_eval/scores/{scorer}.tsv"
+        benchmark_path("meta_eval/scores/{scorer}.tsv")
     threads: 2
     resources:
         gpu=lambda wildcards: model_resources(config["features"]["nli"])["gpu"] if wildcards.scorer == "nli" else 0,
@@ -59,13 +59,13 @@ rule meta_eval_thresholds:
     input:
         rules.meta_eval_scores.output,
     output:
-        predictions=expand("results/meta_eval/{{scorer}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
-        thresholds="results/meta_eval/{scorer}/thresholds.csv",
+        predictions=expand(results_path("meta_eval/{{scorer}}/{memerag_lang}.parquet"), memerag_lang=META_LANGUAGES),
+        thresholds=results_path("meta_eval/{scorer}/thresholds.csv"),
     params:
         languages=META_LANGUAGES,
     localrule: True
     log:
-        "logs/meta_eval/thresholds/{scorer}.log",
+        log_path("meta_eval/thresholds/{scorer}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -80,16 +80,16 @@ rule meta_eval_llm:
     input:
         expand(rules.memerag_sentences.output[0], memerag_lang=META_LANGUAGES),
     output:
-        expand("results/meta_eval/{{judge}}/{memerag_lang}.parquet", memerag_lang=META_LANGUAGES),
+        expand(results_path("meta_eval/{{judge}}/{memerag_lang}.parquet"), memerag_lang=META_LANGUAGES),
     params:
         judge=judge_entry,
         settings=META_EVAL,
         seed=config["seed"],
         cache_dir=config["cache_dir"],
     log:
-        "logs/meta_eval/{judge}.log",
+        log_path("meta_eval/{judge}.log"),
     benchmark:
-        "results/benchmarks/meta_eval/{judge}.tsv"
+        benchmark_path("meta_eval/{judge}.tsv")
     threads: resource("threads", judge_entry)
     resources:
         gpu=resource("gpu", judge_entry),
@@ -103,15 +103,15 @@ rule meta_eval_llm:
 
 rule meta_eval_summary:
     input:
-        expand("results/meta_eval/{evaluator}/{memerag_lang}.parquet", evaluator=META_EVALUATORS, memerag_lang=META_LANGUAGES),
+        expand(results_path("meta_eval/{evaluator}/{memerag_lang}.parquet"), evaluator=META_EVALUATORS, memerag_lang=META_LANGUAGES),
     output:
-        summary=report("results/meta_eval/summary.csv", caption="../report/meta_eval.rst", category=REPORT["meta_eval"]),
-        significance="results/meta_eval/significance.csv",
-        fine_grained="results/meta_eval/fine_grained.csv",
+        summary=report(results_path("meta_eval/summary.csv"), caption="../report/meta_eval.rst", category=REPORT["meta_eval"]),
+        significance=results_path("meta_eval/significance.csv"),
+        fine_grained=results_path("meta_eval/fine_grained.csv"),
         credibility=report(
-            "results/meta_eval/judge_credibility.csv", caption="../report/judge_credibility.rst", category=REPORT["judges"]
+            results_path("meta_eval/judge_credibility.csv"), caption="../report/judge_credibility.rst", category=REPORT["judges"]
         ),
-        figure=report("results/plots/meta_eval.png", caption="../report/meta_eval_figure.rst", category=REPORT["meta_eval"]),
+        figure=report(results_path("plots/meta_eval.png"), caption="../report/meta_eval_figure.rst", category=REPORT["meta_eval"]),
     params:
         evaluators=META_EVALUATORS,
         languages=META_LANGUAGES,
@@ -120,9 +120,9 @@ rule meta_eval_summary:
         seed=config["seed"],
     localrule: True
     log:
-        "logs/meta_eval/summary.log",
+        log_path("meta_eval/summary.log"),
     benchmark:
-        "results/benchmarks/meta_eval/summary.tsv"
+        benchmark_path("meta_eval/summary.tsv")
     resources:
         mem_mb=4000,
         runtime=30,

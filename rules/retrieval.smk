@@ -3,7 +3,7 @@
 # shards gathered into one faiss index), each job sized from the corpus's size where the config
 # knows it, retrieves for every question, a reranker reorders a run's top passages, and each system's
 # top_k passages become its passage file, which generation reads as any passage file. Runs are
-# scored against the questions' relevance labels (results/retrieval/leaderboard.csv).
+# scored against the questions' relevance labels (retrieval/leaderboard.csv).
 
 
 include: "inputs/retrieval.smk"
@@ -33,9 +33,9 @@ rule retrieval_corpus:
         demo=DEMO_CORPUS_DIRS,
         cache_dir=config["cache_dir"],
     log:
-        "logs/retrieval/corpora/{corpus}/{corpus_lang}.log",
+        log_path("retrieval/corpora/{corpus}/{corpus_lang}.log"),
     benchmark:
-        "results/benchmarks/retrieval/corpora/{corpus}/{corpus_lang}.tsv"
+        benchmark_path("retrieval/corpora/{corpus}/{corpus_lang}.tsv")
     resources:
         mem_mb=corpus_resource("mem_mb"),
         runtime=corpus_resource("runtime"),
@@ -54,9 +54,9 @@ rule pool_corpus:
     params:
         languages=lambda wildcards: RETRIEVAL["corpora"][wildcards.corpus]["languages"],
     log:
-        "logs/retrieval/corpora/{corpus}/pooled.log",
+        log_path("retrieval/corpora/{corpus}/pooled.log"),
     benchmark:
-        "results/benchmarks/retrieval/corpora/{corpus}/pooled.tsv"
+        benchmark_path("retrieval/corpora/{corpus}/pooled.tsv")
     resources:
         mem_mb=corpus_resource("mem_mb"),
         runtime=corpus_resource("runtime"),
@@ -76,9 +76,9 @@ rule bm25_index:
     params:
         retriever=retriever_entry,
     log:
-        "logs/retrieval/indexes/{retriever}/{corpus_lang}.log",
+        log_path("retrieval/indexes/{retriever}/{corpus_lang}.log"),
     benchmark:
-        "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}.tsv"
+        benchmark_path("retrieval/indexes/{retriever}/{corpus_lang}.tsv")
     threads: 1
     resources:
         gpu=index_resource("gpu", "bm25"),
@@ -102,9 +102,9 @@ rule encode_dense_shard:
     params:
         retriever=retriever_entry,
     log:
-        "logs/retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.log",
+        log_path("retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.log"),
     benchmark:
-        "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.tsv"
+        benchmark_path("retrieval/indexes/{retriever}/{corpus_lang}/shard_{shard}.tsv")
     threads: index_resource("threads", "encode")
     resources:
         gpu=index_resource("gpu", "encode"),
@@ -127,9 +127,9 @@ rule dense_index:
         retriever=retriever_entry,
         seed=config["seed"],
     log:
-        "logs/retrieval/indexes/{retriever}/{corpus_lang}/gather.log",
+        log_path("retrieval/indexes/{retriever}/{corpus_lang}/gather.log"),
     benchmark:
-        "results/benchmarks/retrieval/indexes/{retriever}/{corpus_lang}/gather.tsv"
+        benchmark_path("retrieval/indexes/{retriever}/{corpus_lang}/gather.tsv")
     threads: index_resource("threads", "gather")
     resources:
         gpu=index_resource("gpu", "gather"),
@@ -205,7 +205,7 @@ rule system_passages:
         parallel_docids=system_parallel_docids,
     localrule: True
     log:
-        "logs/retrieval/passages/{system}/{lang}.log",
+        log_path("retrieval/passages/{system}/{lang}.log"),
     resources:
         mem_mb=4000,
         runtime=10,
@@ -224,7 +224,7 @@ rule retrieval_metrics:
     params:
         corpus_lang=lambda wildcards: corpus_language(config, RUN_RETRIEVERS[wildcards.run], wildcards.lang),
     log:
-        "logs/retrieval/metrics/{run}/{lang}.log",
+        log_path("retrieval/metrics/{run}/{lang}.log"),
     localrule: True
     resources:
         mem_mb=2000,
@@ -239,18 +239,18 @@ rule retrieval_leaderboard:
     input:
         expand(RUN_METRICS, run=RUNS, lang=LANGUAGES),
     output:
-        report("results/retrieval/leaderboard.csv", caption="../report/retrieval_leaderboard.rst",
+        report(results_path("retrieval/leaderboard.csv"), caption="../report/retrieval_leaderboard.rst",
                category=REPORT["downloads"]),
-        full_precision="results/retrieval/leaderboard.parquet",  # the CSV's twin (csv_tables.write_table)
+        full_precision=results_path("retrieval/leaderboard.parquet"),  # the CSV's twin (csv_tables.write_table)
     params:
         runs=[run for run in RUNS for lang in LANGUAGES],  # the run of each metrics file
         intervals=RETRIEVAL and RETRIEVAL["intervals"],
         seed=config["seed"],
     localrule: True
     log:
-        "logs/retrieval/leaderboard.log",
+        log_path("retrieval/leaderboard.log"),
     benchmark:
-        "results/benchmarks/retrieval/leaderboard.tsv"
+        benchmark_path("retrieval/leaderboard.tsv")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -265,11 +265,11 @@ rule retrieval_leaderboard_table:
     input:
         rules.retrieval_leaderboard.output[0],
     output:
-        report("results/retrieval/leaderboard.html", caption="../report/retrieval_leaderboard.rst",
+        report(results_path("retrieval/leaderboard.html"), caption="../report/retrieval_leaderboard.rst",
                category=REPORT["results"]),
     localrule: True
     log:
-        "logs/retrieval/leaderboard_table.log",
+        log_path("retrieval/leaderboard_table.log"),
     resources:
         mem_mb=2000,
         runtime=10,

@@ -64,6 +64,7 @@ def llama_server(gemma_gguf, tmp_path_factory):
 LONGEST_FILES = ["llm/test_vllm_engine.py",  # 645 (vLLM's CPU engine started four times)
                  "workflow/test_workflow.py",  # 396
                  "workflow/test_retrieval.py",  # 430-510 (e5 encodes the demo corpus, 2 x 200 passages; a pooled corpus, 80)
+                 "workflow/test_results_dir.py",  # 204-330 on a shared machine (two tiny runs, three dry runs)
                  "workflow/test_budget.py",  # 126-206
                  "workflow/test_ledger.py",  # 174-210 (Gemma answers and judges 2 languages x 4 questions)
                  "workflow/test_slurm.py",  # 143

@@ -68,7 +68,7 @@ def test_a_missing_answers_file_or_unknown_question_is_refused_by_name():
     with pytest.raises(DataError, match="model 'closed' in language 'en'"):
         browser_data(questions, {k: v for k, v in answers.items() if k[0] != "closed"}, games, MODELS, "reference")
     answers["evil", "en"].loc[1, "query_id"] = "q7"
-    with pytest.raises(DataError, match=r"results/answers/evil/en.parquet answers question 'q7'"):
+    with pytest.raises(DataError, match=r"answers/evil/en.parquet answers question 'q7'"):
         browser_data(questions, answers, games, MODELS, "reference")
 
 

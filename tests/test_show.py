@@ -262,3 +262,21 @@ def test_a_system_that_answers_some_languages_is_shown_ranked_over_those(tmp_pat
     # a run whose systems all answer every language shows no such column
     write_leaderboard(tmp_path / "full", models, languages="en,de")
     assert "ranked on" not in summary(tmp_path / "full" / "leaderboard.csv", tmp_path / "report.html")
+
+
+def test_without_a_folder_the_results_dir_of_the_config_files_is_read(tmp_path, monkeypatch):
+    """``--configfile`` alone: the folder the last file naming results_dir names (as Snakemake layers
+    them), relative to the working directory, not the demo's results/; a folder given still wins."""
+    write_leaderboard(tmp_path / "results", ["demo-a", "demo-b"])
+    write_leaderboard(tmp_path / "results-mine", ["mine-a", "mine-b"])
+    (tmp_path / "base.yaml").write_text("results_dir: results-other\nmodels: {}\n")
+    (tmp_path / "mine.yaml").write_text("results_dir: results-mine/\n")
+    monkeypatch.chdir(tmp_path)
+    text = main(["--configfile", "base.yaml", "mine.yaml"])
+    assert [cells(line)[2] for line in leaderboard_rows(text)] == ["mine-a", "mine-b"]
+    assert text.endswith(f"Report: open {tmp_path / 'results-mine' / 'report.html'} in a browser")
+    assert [cells(line)[2] for line in leaderboard_rows(main(["results", "--configfile", "base.yaml", "mine.yaml"]))] \
+        == ["demo-a", "demo-b"]
+    with pytest.raises(SystemExit) as stop:
+        main(["--configfile", "base.yaml"])
+    assert str(stop.value).startswith("results-other/leaderboard.csv: no leaderboard here")

@@ -125,7 +125,7 @@ def style_differences(pairs: pd.DataFrame, style_by_model: dict[str, pd.DataFram
         if missing.any():
             row = found[missing].iloc[0]
             raise DataError(f"no answer style for model {row[column]!r} on question {row['query_id']!r} "
-                            f"(results/answers/{row[column]}/...): every judged answer needs one")
+                            f"(answers/{row[column]}/... in the results folder): every judged answer needs one")
         return found[covariates].astype(float)
 
     a, b = side("model_a"), side("model_b")

@@ -131,9 +131,11 @@ class FileDigests:
 
 
 def is_written_by_workflow(path: str, output_roots: Iterable[str]) -> bool:
-    """Whether ``path`` lies under a folder the workflow's rules write (``results/``)."""
+    """Whether ``path`` lies under a folder the workflow's rules write (the config's results folder;
+    a root may be more than one folder deep, or absolute where the results folder is)."""
     parts = PurePath(path).parts
-    return bool(parts) and parts[0] in set(output_roots)
+    root_parts = [PurePath(root).parts for root in output_roots]
+    return bool(parts) and any(parts[:len(root)] == root for root in root_parts)
 
 
 def output_roots(outputs: Iterable[str]) -> set[str]:
@@ -145,7 +147,7 @@ def source_digests(paths: Iterable[str], roots: Iterable[str], digests: FileDige
                    workdir: str | Path) -> dict[str, str | None]:
     """The digest of each file in ``paths`` that no rule writes (outside ``roots``), by its path
     relative to ``workdir`` where it is inside it, sorted."""
-    roots = set(roots)
+    roots = {relative_path(str(root), workdir) for root in roots}  # an absolute results folder, as the paths
     named = {relative_path(str(path), workdir): str(path) for path in paths
              if not is_written_by_workflow(relative_path(str(path), workdir), roots)}
     return {name: digests(named[name]) for name in sorted(named)}

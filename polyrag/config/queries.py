@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from polyrag.config.outputs import results_path
 from polyrag.errors import ConfigError
 from polyrag.finetune.student import student_entry
 from polyrag.judge.kinds import KINDS, judge_kind, judges_scheduled, prompting_judges
@@ -304,7 +305,7 @@ def control_name(config: dict) -> str | None:
 
 def finetune_dir(config: dict) -> str:
     """The fine-tuning stage's outputs: the teacher's answers, the training set, the adapter."""
-    return f"results/finetune/{config['finetune']['name']}"
+    return results_path(config, f"finetune/{config['finetune']['name']}")
 
 
 def finetune_adapter_dir(config: dict) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from polyrag.config.outputs import results_path
 from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import GENERATOR, SYSTEM, run_name
 from polyrag.config.resolve import baseline_entry
@@ -23,13 +24,14 @@ from polyrag.systems.answer_files import reads_answer_files
 #: BERGEN's chunk length: documents longer than this many words are cut (a corpus's default chunk_words).
 CHUNK_WORDS = 100
 #: The passage file of a retrieved system: its run's top passages per question, with their text.
-SYSTEM_PASSAGES = "results/retrieval/passages/{system}/{lang}.parquet"
+#: This and the run paths below are relative to the config's results folder (polyrag.config.outputs).
+SYSTEM_PASSAGES = "retrieval/passages/{system}/{lang}.parquet"
 #: A run's files per question language, ``{run}`` its name (``run_name``): the run as Parquet and as
-#: a TREC run file, and the log and benchmark of the job that wrote it.
-RUN = "results/retrieval/runs/{run}/{lang}.parquet"
-RUN_TREC = "results/retrieval/runs/{run}/{lang}.trec"
-RUN_LOG = "logs/retrieval/runs/{run}/{lang}.log"
-RUN_BENCHMARK = "results/benchmarks/retrieval/runs/{run}/{lang}.tsv"
+#: a TREC run file, and the log and benchmark of the job that wrote it (under logs/ and benchmarks/).
+RUN = "retrieval/runs/{run}/{lang}.parquet"
+RUN_TREC = "retrieval/runs/{run}/{lang}.trec"
+RUN_LOG = "retrieval/runs/{run}/{lang}.log"
+RUN_BENCHMARK = "retrieval/runs/{run}/{lang}.tsv"
 
 
 def run_path(pattern: str, retriever: str = "{retriever}", reranker: str | None = None) -> str:
@@ -40,10 +42,11 @@ def run_path(pattern: str, retriever: str = "{retriever}", reranker: str | None 
     return pattern.replace("{run}", run_name(retriever, reranker))
 
 
-def system_entry(generator_entry: dict, name: str, system: dict, generator: str) -> dict:
+def system_entry(generator_entry: dict, name: str, system: dict, generator: str, config: dict) -> dict:
     """A system's entry under models: its generator's as a baseline takes it (backend, decoding,
-    resources, family), given the passages of its run, with what it is under SYSTEM."""
-    passages = {"file": SYSTEM_PASSAGES.replace("{system}", name), "corpus": None}
+    resources, family), given the passages of its run (in ``config``'s results folder), with what it
+    is under SYSTEM."""
+    passages = {"file": results_path(config, SYSTEM_PASSAGES.replace("{system}", name)), "corpus": None}
     parts = {"retriever": system["retriever"], "reranker": system["reranker"], "top_k": system["top_k"]}
     entry = {**baseline_entry(generator_entry, passages, generator), "judged": system["judged"], SYSTEM: parts}
     if system.get("languages"):  # its own languages, else its generator's (baseline_entry)
@@ -83,7 +86,7 @@ def add_systems(config: dict, source: str = "config") -> None:
         if system["top_k"] > depth:
             raise ConfigError(f"{where}.top_k: {system['top_k']} passages, but its run holds {depth} per question "
                               f"({'retrieval.depth' if system['reranker'] is None else 'its reranker top_n'})")
-        wanted = system_entry(generator, name, system, system["generator"])
+        wanted = system_entry(generator, name, system, system["generator"], config)
         if name in models and models[name] != wanted:  # equal: added by an earlier validation
             raise ConfigError(f"{where}: {name!r} is already a model under models:; name the system otherwise")
         models[name] = wanted

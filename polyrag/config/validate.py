@@ -19,6 +19,7 @@ from jsonschema.exceptions import best_match
 from polyrag.config.checks import lacking
 from polyrag.config.data_files import check_local_data
 from polyrag.config.models import check_named_models
+from polyrag.config.outputs import check_results_dir
 from polyrag.config.patterns import check_placeholders
 from polyrag.config.queries import (SYSTEM, control_entry, control_name, finetune_adapter_dir, finetune_languages,
                                     judge_contestants, judge_pairs, judged_models, mars_gold_pairs, mars_pairs,
@@ -202,6 +203,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
     check_model_languages(config, source)
+    check_results_dir(config, source)
     workflow_dir = Path(workflow_dir) if workflow_dir else Path(schema_path).resolve().parent.parent
     resolve_local_data(config, workflow_dir)
     check_mock_passages(config, source)

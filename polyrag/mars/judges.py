@@ -123,7 +123,7 @@ def check_classes(train: pd.DataFrame, metric: str) -> None:
     if metric == "lc" and 0 not in classes:
         raise DataError(f"judge lc: the synthetic data have no language-consistency negatives: no wrong-language "
                         "answer differed from its answer and was detected in the wrong language (counts in "
-                        "lc_negatives_dropped of results/mars/synthetic/*.json); use a mars.generator that answers "
+                        "lc_negatives_dropped of mars/synthetic/*.json in the results folder); use a mars.generator that answers "
                         "in the language it is asked for, or leave lc out of mars.metrics")
     if classes != {0, 1}:
         raise DataError(f"judge {metric}: the synthetic training data has labels {sorted(classes)} for {column}; "

@@ -2,7 +2,7 @@
 from polyrag.config.queries import embedding_resources
 
 # One feature group's table of one model and language; merge_features joins them into FEATURES.
-FEATURE_GROUP = "results/features/{model}/{lang}/{group}.parquet"
+FEATURE_GROUP = results_path("features/{model}/{lang}/{group}.parquet")
 
 
 def feature_groups():

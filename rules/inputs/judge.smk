@@ -21,10 +21,10 @@ except ConfigError as error:
 # rule gather_games copies into one file per judge and language; that one file (games.parquet) is
 # what a judge on local weights writes (one job writes them all) and a panel too (one vote over its
 # members' files); one per round of a budgeted judge, whose units arena_round chose.
-PAIR_GAMES = "results/judgments/{judge}/{lang}/{model_a}__{model_b}.parquet"
-JUDGE_GAMES = "results/judgments/{judge}/{lang}/games.parquet"
-ROUND_GAMES = "results/judgments/{judge}/{lang}/rounds/round_{k}.parquet"
-ROUND_UNITS = "results/arena/{judge}/{lang}/rounds/round_{k}.csv"
+PAIR_GAMES = results_path("judgments/{judge}/{lang}/{model_a}__{model_b}.parquet")
+JUDGE_GAMES = results_path("judgments/{judge}/{lang}/games.parquet")
+ROUND_GAMES = results_path("judgments/{judge}/{lang}/rounds/round_{k}.parquet")
+ROUND_UNITS = results_path("arena/{judge}/{lang}/rounds/round_{k}.csv")
 
 
 def judge_entry(wildcards):

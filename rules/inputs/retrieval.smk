@@ -1,9 +1,10 @@
 # The input functions and constants of rules/retrieval.smk (snakemake --lint keeps functions apart from rules).
 from polyrag.config.data_files import parallel_docids
 from polyrag.config.params import relative_path
+from polyrag.config import retrieval as retrieval_paths
 from polyrag.config.queries import run_name
-from polyrag.config.retrieval import (DEMO_CORPUS_FOLDERS, RUN, RUN_BENCHMARK, RUN_LOG, RUN_TREC, SYSTEM_PASSAGES,
-                                      corpus_job_resources, corpus_language, corpus_source_files, index_job_resources,
+from polyrag.config.retrieval import (DEMO_CORPUS_FOLDERS, corpus_job_resources,
+                                      corpus_language, corpus_source_files, index_job_resources,
                                       retrieval_resources, retriever_for_language, run_path, system_runs)
 from polyrag.retrieval.corpus import POOLED
 
@@ -21,12 +22,18 @@ RUN_RETRIEVERS = {**{name: name for name in RETRIEVERS}, **{run_name(*run): run[
 RUNS = list(RUN_RETRIEVERS)
 # The corpus of one language (any language a retriever reads, which a cross-lingual one may take
 # outside `languages`), chunked; one index per retriever and corpus language.
-CORPUS = "results/retrieval/corpora/{corpus}/{corpus_lang}.parquet"
+CORPUS = results_path("retrieval/corpora/{corpus}/{corpus_lang}.parquet")
 POOLED_CORPUS = CORPUS.replace("{corpus_lang}", POOLED)
-BM25_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/bm25"
-DENSE_SHARD = "results/retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy"
-DENSE_INDEX = "results/retrieval/indexes/{retriever}/{corpus_lang}/dense"
-RUN_METRICS = "results/retrieval/metrics/{run}/{lang}.parquet"
+BM25_INDEX = results_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25")
+DENSE_SHARD = results_path("retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy")
+DENSE_INDEX = results_path("retrieval/indexes/{retriever}/{corpus_lang}/dense")
+RUN_METRICS = results_path("retrieval/metrics/{run}/{lang}.parquet")
+# A system's passage file and a run's files (polyrag.config.retrieval), under this config's results folder.
+SYSTEM_PASSAGES = results_path(retrieval_paths.SYSTEM_PASSAGES)
+RUN = results_path(retrieval_paths.RUN)
+RUN_TREC = results_path(retrieval_paths.RUN_TREC)
+RUN_LOG = log_path(retrieval_paths.RUN_LOG)
+RUN_BENCHMARK = benchmark_path(retrieval_paths.RUN_BENCHMARK)
 # The demo corpus: the shipped demo questions' passages and XQuAD paragraphs, beside the Snakefile.
 # Relative to the working directory where the workflow's folder is it (a checkout run in place), so
 # that a copy of the folder plans nothing new.

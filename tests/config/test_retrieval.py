@@ -83,12 +83,13 @@ def test_a_model_that_sets_system_by_hand_is_refused_as_generator_is(config, rep
 
 
 def test_a_run_s_paths_are_composed_by_run_name_alone(repo):
-    assert run_path(RUN) == "results/retrieval/runs/{retriever}/{lang}.parquet"
-    assert run_path(RUN_TREC, reranker="{reranker}") == "results/retrieval/runs/{retriever}+{reranker}/{lang}.trec"
-    assert run_path(RUN_LOG, "bm25", "bge") == f"logs/retrieval/runs/{run_name('bm25', 'bge')}/{{lang}}.log"
+    # relative to the results folder, which the rules put in front (polyrag.config.outputs)
+    assert run_path(RUN) == "retrieval/runs/{retriever}/{lang}.parquet"
+    assert run_path(RUN_TREC, reranker="{reranker}") == "retrieval/runs/{retriever}+{reranker}/{lang}.trec"
+    assert run_path(RUN_LOG, "bm25", "bge") == f"retrieval/runs/{run_name('bm25', 'bge')}/{{lang}}.log"
     # the rules spell no run name of their own: every run path goes through run_path
     rules = (repo / "rules" / "retrieval.smk").read_text() + (repo / "rules" / "inputs" / "retrieval.smk").read_text()
-    assert "+{reranker}" not in rules and "results/retrieval/runs/" not in rules
+    assert "+{reranker}" not in rules and "retrieval/runs/" not in rules
 
 
 def test_a_retrieved_system_s_answers_say_retrieved_as_the_leaderboard_does(config, repo):

@@ -78,5 +78,5 @@ def test_the_report_shows_the_verdict_and_the_effects(fitted):
     section = page.split("<h3>Retriever or generator?</h3>")[1].split("<h3>")[0]
     for level in table["level"]:
         assert f"<td>{html.escape(level)}</td>" in section
-    log = (fitted / "logs/arena/reference/components.log").read_text()
+    log = (fitted / "results/logs/arena/reference/components.log").read_text()
     assert summary["verdict"] in log

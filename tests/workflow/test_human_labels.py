@@ -65,11 +65,11 @@ def test_label_anchored_round_trip(repo, tmp_path):
     assert counts == {"source": str(tmp_path / "en_filled.csv"), "sampled": 30, "labelled": 28, "ties": 28,
                       "cant_judge": 1, "missing": 1}
     assert (pd.read_parquet(results / "human_labels" / "en" / "labels.parquet")["label_value"] == 0.5).all()
-    assert "1 were judged can't judge and 1 have no label" in (tmp_path / "logs/human_labels/en/labels.log").read_text()
+    assert "1 were judged can't judge and 1 have no label" in (tmp_path / "results/logs/human_labels/en/labels.log").read_text()
 
     # A row naming a unit outside the sample stops the job with the file and row.
     pd.DataFrame({"unit_id": ["u000000000000"], "label": ["left"]}).to_csv(tmp_path / "en_filled.csv", index=False)
     result = snakemake(repo, tmp_path, "--cores", "2", TARGET)
     assert result.returncode != 0
     assert "en_filled.csv: row 2: unit_id 'u000000000000' is not in the sample" in (
-        tmp_path / "logs/human_labels/en/labels.log").read_text()
+        tmp_path / "results/logs/human_labels/en/labels.log").read_text()

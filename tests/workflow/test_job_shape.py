@@ -168,7 +168,7 @@ def test_finetuning_on_a_cluster_is_one_job_per_stage_with_the_training_on_a_gpu
     assert stages.set_index("rule")["local"].to_dict()["curate_training_set"]
     student = jobs.query("rule == 'generate_answers' and model == 'mistral-7b-sft'")
     assert len(student) == 1 and student["gpu"].item() == 1  # vLLM with LoRA, every language in one job
-    assert re.search(r"rule train_student:(?:.*\n)*?\s+output: results/finetune/mistral-7b-sft/adapter/"
+    assert re.search(r"rule train_student:(?:.*\n)*?\s+output: results-mirage-bench/finetune/mistral-7b-sft/adapter/"
                      r"adapter_model.safetensors", output)
 
 

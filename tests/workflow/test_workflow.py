@@ -83,7 +83,7 @@ def test_outputs_follow_the_contract(run):
                     for p in answers["passages"]] == [list(p) for p in data["passages"]]
             assert all(passage["parallel_docid"] is None for p in answers["passages"] for passage in p)
     for model in config["models"]:  # one generation job per model: one log and one benchmark
-        log = (workdir / "logs" / "generate" / f"{model}.log").read_text()
+        log = (workdir / "results" / "logs" / "generate" / f"{model}.log").read_text()
         unlogged = [lang for lang in config["languages"] if f"answering the {lang} questions" not in log]
         assert not unlogged, (model, unlogged)
         benchmark = pd.read_csv(workdir / "results" / "benchmarks" / "generate" / f"{model}.tsv", sep="\t")
@@ -399,7 +399,7 @@ def test_gemma_answers_are_real_model_output(run):
         assert answers["raw_output"].notna().all() and (answers["raw_output"].str.strip().str.len() > 0).all()
         assert not set(answers["raw_output"]) & set(mock["raw_output"])
         assert answers["error"].fillna("").str.startswith("llm:").sum() == 0
-    log = (workdir / "logs" / "generate" / "gemma-270m.log").read_text()  # one job, every language
+    log = (workdir / "results" / "logs" / "generate" / "gemma-270m.log").read_text()  # one job, every language
     assert log.count("4 requests, 0 from cache, 0 duplicates, 4 to llama_cpp") == len(config["languages"])
     # A progress line per refresh, with counts and an ETA.
     # (the model named by its identity: the GGUF file's name and content fingerprint)
@@ -579,7 +579,7 @@ def test_cluster_dry_run_requests_gpus_per_model(repo, monkeypatch):
         cwd=repo, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    jobs = re.findall(r"output: results/answers/([^/]+)/[^\n]+\.parquet[^\n]*\n(?:.*\n)*?\s+resources: ([^\n]+)",
+    jobs = re.findall(r"output: results-mirage-bench/answers/([^/]+)/[^\n]+\.parquet[^\n]*\n(?:.*\n)*?\s+resources: ([^\n]+)",
                       result.stdout)  # generation jobs, not the manifest jobs that list their answers
     gpus = {model: re.search(r"gpu=(\d+)", resources).group(1) for model, resources in jobs}
     assert gpus["gpt-4o"] == "0" and gpus["llama-3.1-8b-instruct"] == "1" and gpus["aya-23-8b"] == "1"
@@ -592,7 +592,7 @@ def test_the_users_cluster_command_dry_runs_with_the_real_profile(repo, tmp_path
     monkeypatch.setenv("POLYRAG_MODEL_CHECK", "off")  # mirage-bench.yaml's hub models: offline here
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--profile", str(repo / "profiles" / "slurm"),
-         "-n", "results/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
+         "-n", "results-mirage-bench/leaderboard.csv", "--configfile", str(repo / "configs" / "mirage-bench.yaml")],
         cwd=tmp_path, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
