@@ -264,6 +264,7 @@ def score_matrix(retriever, parts: list[ChunkTerms], statistics: Statistics) -> 
         data[start:stop], columns[start:stop] = scores, part.terms
         start = stop
         del part, lengths, weights, scores
+        release_free_memory()
     by_passage = sp.csr_matrix((data, columns, indptr), shape=(n_docs, n_vocab), copy=False)
     del data, columns, indptr
     by_token = by_passage.tocsc()  # counting sort: passages ascending within each token, as bm25s orders them
@@ -271,6 +272,18 @@ def score_matrix(retriever, parts: list[ChunkTerms], statistics: Statistics) -> 
     return {"data": by_token.data.astype(retriever.dtype, copy=False),
             "indices": by_token.indices.astype(retriever.int_dtype, copy=False),
             "indptr": by_token.indptr.astype(np.int64, copy=False), "num_docs": n_docs}
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``). The chunks' arrays
+    (a few MB each) live on the heap and the matrices that replace them are mapped apart, so without
+    this the freed chunks and their text stay in the process's memory at its peak."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: its allocator returns memory its own way
+        pass
 
 
 # --- an index -------------------------------------------------------------------------------------
@@ -330,6 +343,8 @@ class BM25Index:
             docid_chunks.append(pa.array([str(d) for d in chunk_docids], type=pa.string()))
             parts.append(part)
             bar.update(len(chunk_docids))
+            del texts, chunk_docids
+            release_free_memory()  # the chunk's text and temporaries, between the arrays kept
         bar.close()
         passages = sum(len(chunk) for chunk in docid_chunks)
         if not passages:
