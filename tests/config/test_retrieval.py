@@ -167,9 +167,9 @@ def test_a_bad_retrieval_config_is_one_message_naming_the_key(config, repo, edit
 
 
 def test_bm25_over_miracl_english_is_planned_in_shards_that_each_fit_the_job_s_memory(config, repo):
-    """MIRACL's English corpus (32.9M passages) needs more than one BM25 job's mem_mb: the config plans
-    the fewest shards whose jobs fit it (before: refused unless one job asked for 122,758 MB), each
-    shard job asking for its own passages' estimate; a corpus that fits stays one job."""
+    """MIRACL's English corpus (32.9M passages) is planned in the fewest BM25 jobs that fit a job's
+    mem_mb (before: refused unless one job asked for 122,758 MB): shards with the kind's 16,000 MB,
+    each shard job asking for its own passages' estimate; one job with 64,000 MB, which holds it."""
     from math import ceil
 
     from polyrag.config.retrieval import retriever_for_language
@@ -177,23 +177,18 @@ def test_bm25_over_miracl_english_is_planned_in_shards_that_each_fit_the_job_s_m
 
     n = 32_893_221
     config["retrieval"]["corpora"]["demo"].update(source="miracl")
-    for limit in (None, 64_000, 16_000):  # the kind's default (16,000), or the entry's
-        if limit is not None:
-            config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": limit}
-        resolved = check(config, repo)
-        limit = limit or 16_000
-        shards = retriever_for_language(resolved, "bm25", "en")["shards"]
-        shard = index_job_resources(resolved, "bm25", "en", "bm25_shard")
-        assert shard["mem_mb"] == bm25_memory_mb(ceil(n / shards)) <= limit  # each shard job fits
-        assert bm25_memory_mb(ceil(n / (shards - 1))) > limit or shards == 1  # and no fewer shards would
-        assert shards >= n * BM25_BYTES_PER_PASSAGE / 1e6 / limit and shards > 1
-        assert index_job_resources(resolved, "bm25", "en", "bm25_statistics")["mem_mb"] == limit
-        assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 1000  # lists the shards
-    config["retrieval"]["retrievers"]["bm25"].pop("resources")
-    config["retrieval"]["corpora"]["demo"].update(source="demo", size=1_000_000)
     resolved = check(config, repo)
+    shards = retriever_for_language(resolved, "bm25", "en")["shards"]
+    shard = index_job_resources(resolved, "bm25", "en", "bm25_shard")
+    assert shards > 1 and shard["mem_mb"] == bm25_memory_mb(ceil(n / shards)) <= 16_000  # each shard job fits
+    assert bm25_memory_mb(ceil(n / (shards - 1))) > 16_000  # and no fewer shards would
+    assert index_job_resources(resolved, "bm25", "en", "bm25_statistics")["mem_mb"] == 16_000
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 1000  # lists the shards
+    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 64_000}
+    resolved = check(config, repo)
+    assert n * BM25_BYTES_PER_PASSAGE / 1e6 < 64_000
     assert retriever_for_language(resolved, "bm25", "en")["shards"] == 1
-    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 16_000
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 64_000
 
 
 def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_entry_s_resources(config, repo):
