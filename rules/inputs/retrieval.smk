@@ -25,6 +25,9 @@ RUNS = list(RUN_RETRIEVERS)
 CORPUS = results_path("retrieval/corpora/{corpus}/{corpus_lang}.parquet")
 POOLED_CORPUS = CORPUS.replace("{corpus_lang}", POOLED)
 BM25_INDEX = results_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25")
+# A corpus too large for one BM25 job: its statistics, then its shards (docs/retrieval.md#bm25-at-scale).
+BM25_STATISTICS = results_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_statistics.parquet")
+BM25_SHARD = results_path("retrieval/indexes/{retriever}/{corpus_lang}/bm25_shards/{shard}")
 DENSE_SHARD = results_path("retrieval/indexes/{retriever}/{corpus_lang}/shards/{shard}.npy")
 DENSE_INDEX = results_path("retrieval/indexes/{retriever}/{corpus_lang}/dense")
 RUN_METRICS = results_path("retrieval/metrics/{run}/{lang}.parquet")
@@ -83,6 +86,15 @@ def corpus_resource(name):
 def retriever_corpus(wildcards):
     """The corpus file a retriever indexes in the index's corpus language."""
     return CORPUS.format(corpus=RETRIEVERS[wildcards.retriever]["corpus"], corpus_lang=wildcards.corpus_lang)
+
+
+def bm25_index_input(wildcards):
+    """What a BM25 index job reads: its corpus, or its shards where the corpus needs more than one job."""
+    shards = retriever_entry(wildcards)["shards"]
+    if shards == 1:
+        return retriever_corpus(wildcards)
+    return [BM25_SHARD.format(retriever=wildcards.retriever, corpus_lang=wildcards.corpus_lang, shard=shard)
+            for shard in range(shards)]
 
 
 def dense_shards(wildcards):

@@ -159,11 +159,6 @@ def test_a_corpus_s_defaults_miracl_s_passages_uncut_and_a_pooled_corpus_searche
      "retrieval.retrievers.e5.index: index type 'flat' takes no parameters, not nlist"),
     (lambda c: c["retrieval"]["retrievers"]["e5"].update(index={"type": "ivf_pq", "m": 5}),
      "retrieval.retrievers.e5.index.m: 5 sub-quantizers do not divide multilingual-e5-small's dimension 384"),
-    (lambda c: c["retrieval"]["corpora"]["demo"].update(source="miracl"),
-     "retrieval.retrievers.bm25: BM25 over the 32,893,221 passages of corpus 'demo' (en) needs about 122,758 MB in "
-     "one job (3,732 bytes a passage, measured: docs/retrieval.md#bm25-at-scale), more than its job's mem_mb 16,000. "
-     "Set its resources: {mem_mb: 122758} where a node has that much, or retrieve from a corpus this size with a "
-     "dense retriever (encoded in shards, index: ivf_pq)"),
     (lambda c: c["retrieval"]["retrievers"]["e5"].update(stopwords=True),
      "retrieval.retrievers.e5.stopwords: stopwords are dropped from BM25's tokens; a dense retriever encodes the "
      "whole text"),
@@ -177,13 +172,29 @@ def test_a_bad_retrieval_config_is_one_message_naming_the_key(config, repo, edit
     assert message.startswith("my.yaml: ") and expected in message, message
 
 
-def test_bm25_over_miracl_english_is_built_where_its_job_asks_for_enough(config, repo):
-    """The refusal above names the mem_mb that holds it: given that, the same config validates, and
-    the index job asks SLURM for it."""
+def test_bm25_over_miracl_english_is_planned_in_shards_that_each_fit_the_job_s_memory(config, repo):
+    """MIRACL's English corpus (32.9M passages) is planned in the fewest BM25 jobs that fit a job's
+    mem_mb (before: refused unless one job asked for 122,758 MB): shards with the kind's 16,000 MB,
+    each shard job asking for its own passages' estimate; one job with 64,000 MB, which holds it."""
+    from math import ceil
+
+    from polyrag.config.retrieval import retriever_for_language
+    from polyrag.retrieval.retrievers import BM25_BYTES_PER_PASSAGE, bm25_memory_mb
+
+    n = 32_893_221
     config["retrieval"]["corpora"]["demo"].update(source="miracl")
-    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 122758}
     resolved = check(config, repo)
-    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 122758
+    shards = retriever_for_language(resolved, "bm25", "en")["shards"]
+    shard = index_job_resources(resolved, "bm25", "en", "bm25_shard")
+    assert shards > 1 and shard["mem_mb"] == bm25_memory_mb(ceil(n / shards)) <= 16_000  # each shard job fits
+    assert bm25_memory_mb(ceil(n / (shards - 1))) > 16_000  # and no fewer shards would
+    assert index_job_resources(resolved, "bm25", "en", "bm25_statistics")["mem_mb"] == 16_000
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 1000  # lists the shards
+    config["retrieval"]["retrievers"]["bm25"]["resources"] = {"mem_mb": 64_000}
+    resolved = check(config, repo)
+    assert n * BM25_BYTES_PER_PASSAGE / 1e6 < 64_000
+    assert retriever_for_language(resolved, "bm25", "en")["shards"] == 1
+    assert index_job_resources(resolved, "bm25", "en", "bm25")["mem_mb"] == 64_000
 
 
 def test_index_jobs_are_sized_from_a_known_corpus_size_and_otherwise_take_the_entry_s_resources(config, repo):

@@ -20,6 +20,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from rank_bm25 import BM25Okapi
 
@@ -116,3 +117,135 @@ def test_only_passages_sharing_a_token_with_the_question_are_retrieved():
                            "text": ["rivers of Africa", "mountains of Asia", "deserts"]})
     run = BM25Index.build(corpus, "en").search({"q": "African rivers", "none": "volcano", "asia": "Asia"}, k=3)
     assert list(zip(run["query_id"], run["docid"])) == [("asia", "2"), ("q", "1")]
+
+
+# --- streaming and shards (docs/retrieval.md#bm25-at-scale) ------------------------------------------
+
+def one_shot_index(corpus, language, method):
+    """bm25s's own one-shot index of the same tokens (polyrag's build before it streamed): every
+    passage's token ids in Python lists, then ``BM25.index``."""
+    import bm25s
+
+    from polyrag.retrieval.tokenize import Tokenizer
+
+    tokenizer, vocabulary = Tokenizer(language), {}
+    ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokenizer(text)] for text in indexed_texts(corpus)]
+    retriever = bm25s.BM25(k1=K1, b=B, method=method)
+    retriever.index((ids, vocabulary), show_progress=False)
+    return retriever
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+"])
+def test_the_streamed_index_is_bm25s_one_shot_index_array_for_array(repo, language, method):
+    """Passages streamed 7 at a time, kept as token-id arrays, scored with bm25s's own functions:
+    the score matrix, vocabulary and (bm25+) non-occurrence scores are bm25s's one-shot index's,
+    bit for bit, and so is every question's top 10 (bm25s's own retrieval of all passages, ranked
+    by make_run: score, then docid)."""
+    from polyrag.retrieval.bm25 import frame_chunks
+
+    corpus = demo_corpus(language, repo / "resources" / "demo", repo / "resources" / "xquad")
+    reference = one_shot_index(corpus, language, method)
+    index = BM25Index.build_chunks(frame_chunks(corpus, size=7), language, method=method)
+    for key in ("data", "indices", "indptr"):
+        assert index.retriever.scores[key].dtype == reference.scores[key].dtype
+        assert np.array_equal(index.retriever.scores[key], reference.scores[key]), key
+    assert list(index.retriever.vocab_dict.items()) == list(reference.vocab_dict.items())
+    if method == "bm25+":
+        assert np.array_equal(index.retriever.nonoccurrence_array, reference.nonoccurrence_array)
+    queries = demo_queries(repo, language)
+    vocabulary = reference.vocab_dict
+    query_ids, docids, scores = [], [], []
+    for query_id, text in queries.items():
+        ids = [vocabulary[t] for t in index.tokenizer(text) if t in vocabulary]
+        if ids:
+            found = reference.retrieve([ids], k=len(corpus), show_progress=False)
+            keep = found.scores[0] > 0
+            query_ids += [query_id] * int(keep.sum())
+            docids += list(corpus["docid"].to_numpy()[found.documents[0][keep]])
+            scores += list(found.scores[0][keep])
+    expected = make_run(query_ids, docids, scores)
+    expected = expected[expected["rank"] <= 10].reset_index(drop=True)
+    ours = index.search(queries, k=10)
+    assert len(ours) > 9 * len(queries) * 0.9
+    pd.testing.assert_frame_equal(ours, expected)
+
+
+def test_a_corpus_file_streams_into_the_same_index_as_its_table(repo, tmp_path):
+    from polyrag.retrieval.bm25 import file_chunks
+    from polyrag.retrieval.corpus import chunk_documents, write_corpus
+
+    corpus = chunk_documents(demo_corpus("en", repo / "resources" / "demo", repo / "resources" / "xquad"), words=20)
+    write_corpus(corpus, tmp_path / "en.parquet")
+    streamed = BM25Index.build_chunks(file_chunks(tmp_path / "en.parquet", size=13), "en")
+    whole = BM25Index.build(corpus, "en")
+    assert streamed.docids == whole.docids == list(corpus["docid"])
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(streamed.retriever.scores[key], whole.retriever.scores[key])
+    # a slice of rows across row groups: exactly those rows, in order
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(corpus, preserve_index=False), tmp_path / "groups.parquet", row_group_size=50)
+    rows = [docid for docids, _ in file_chunks(tmp_path / "groups.parquet", 37, 161, size=20) for docid in docids]
+    assert rows == list(corpus["docid"][37:161])
+
+
+def tied_corpus(repo):
+    """A few thousand passages: the demo's English corpus and XQuAD's cut into 6-word chunks, every
+    fifth passage again under another docid (equal scores: ties the docid breaks)."""
+    from polyrag.retrieval.corpus import chunk_documents
+
+    corpus = chunk_documents(demo_corpus("en", repo / "resources" / "demo", repo / "resources" / "xquad"), words=6)
+    copies = corpus.iloc[::5].assign(docid=lambda c: "copy-" + c["docid"])
+    return pd.concat([corpus, copies], ignore_index=True)
+
+
+def test_shards_scored_with_the_corpus_statistics_merge_into_the_one_index_top_100(repo, tmp_path):
+    """The corpus in 4 shards, each indexed with the document frequencies and average length
+    gathered over the whole corpus first, searched apart and merged by score: every question's top
+    100 (docids, order, scores) is the one index's, ties (the copies) broken by docid alike. Shards
+    indexed with their own statistics score otherwise (the check can fail)."""
+    from polyrag.retrieval.bm25 import ShardedBM25, Statistics, build_shard, file_chunks, make_tokenizer, shard_rows
+    from polyrag.retrieval.corpus import write_corpus
+
+    corpus = tied_corpus(repo)
+    assert len(corpus) > 2000
+    path = tmp_path / "en.parquet"
+    write_corpus(corpus, path)
+    statistics = Statistics.gather(file_chunks(path), make_tokenizer("en"))
+    statistics.save(tmp_path / "statistics.parquet", make_tokenizer("en").settings())
+    shards = 4
+    for shard in range(shards):
+        build_shard(path, tmp_path / "statistics.parquet", shard, shards).save(tmp_path / "shards" / str(shard))
+    ShardedBM25.write(tmp_path / "bm25", [tmp_path / "shards" / str(shard) for shard in range(shards)])
+    sharded = BM25Index.load(tmp_path / "bm25")
+    assert isinstance(sharded, ShardedBM25)
+    queries = {**demo_queries(repo, "en"), **{f"p{i}": text for i, text in enumerate(corpus["text"].iloc[::97])}}
+    one = BM25Index.build(corpus, "en").search(queries, k=100)
+    merged = sharded.search(queries, k=100)
+    assert (one.groupby("query_id").size() == 100).mean() > 0.9  # full top 100s
+    tied = one.duplicated(["query_id", "score"], keep=False)
+    assert tied.sum() > 100  # the order among equal scores is tested too
+    assert list(merged["query_id"]) == list(one["query_id"]) and list(merged["docid"]) == list(one["docid"])
+    assert list(merged["rank"]) == list(one["rank"])
+    np.testing.assert_allclose(merged["score"], one["score"], rtol=1e-6)
+    # the same shards scored with their own statistics rank otherwise
+    start, stop = shard_rows(len(corpus), 0, shards)
+    alone = BM25Index.build(corpus.iloc[start:stop], "en").search(queries, k=100)
+    own = merged[merged["docid"].isin(set(corpus["docid"].iloc[start:stop]))]
+    joined = own.merge(alone, on=["query_id", "docid"], suffixes=("", "_alone"))
+    assert not np.allclose(joined["score"], joined["score_alone"], rtol=1e-3)
+
+
+def test_statistics_from_another_tokenizer_are_refused_naming_the_token(repo, tmp_path):
+    from polyrag.retrieval.bm25 import Statistics, build_shard, file_chunks, make_tokenizer
+    from polyrag.retrieval.corpus import write_corpus
+
+    corpus = demo_corpus("en", repo / "resources" / "demo")
+    write_corpus(corpus, tmp_path / "en.parquet")
+    unstemmed = make_tokenizer("en", stem=False)
+    statistics = Statistics.gather(file_chunks(tmp_path / "en.parquet"), unstemmed)
+    statistics.save(tmp_path / "statistics.parquet", make_tokenizer("en").settings())  # settings that do not match
+    with pytest.raises(DataError, match=r"token '.+' is not in the corpus statistics: .+ rebuild them"):
+        build_shard(tmp_path / "en.parquet", tmp_path / "statistics.parquet", 0, 2)

@@ -214,6 +214,37 @@ def test_miracl_english_retrieval_is_64_gpu_shards_one_gather_sized_by_its_index
 
 
 @pytest.mark.slow
+def test_bm25_over_miracl_english_is_planned_in_shards_of_at_most_64_gb_scored_with_its_statistics(repo, tmp_path):
+    """BM25 over MIRACL's English corpus (32.9M passages) with the kind's BM25 jobs (16,000 MB),
+    dry-run through profiles/slurm: one statistics job, the fewest shard jobs that fit each (each
+    asking for its passages' estimate, within 64 GB), an index job that lists them, and the four
+    languages' searches reading it (before: the config refused the corpus unless one job asked for
+    122,758 MB)."""
+    from math import ceil
+
+    from polyrag.retrieval.retrievers import bm25_memory_mb
+
+    config = miracl_retrieval_config("ivf_pq")
+    config["retrieval"]["retrievers"] = {"bm25": {"kind": "bm25", "corpus": "miracl", "corpus_language": "en"}}
+    config["systems"] = {"qwen-bm25": {"generator": "qwen-2.5-7b-instruct", "retriever": "bm25", "top_k": 5}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jobs = job_table(dry_run(repo, tmp_path, "--profile", str(repo / "profiles" / "slurm"), *CORES))
+    n = 32_893_221
+    statistics = jobs.query("rule == 'bm25_statistics'")
+    assert statistics["wildcards"].tolist() == ["retriever=bm25, corpus_lang=en"] and statistics["mem_mb"].item() == 16_000
+    shards = jobs.query("rule == 'bm25_shard'")
+    count = len(shards)
+    assert count > 1 and sorted(int(w.split("shard=")[1]) for w in shards["wildcards"]) == list(range(count))
+    assert (shards["mem_mb"] == bm25_memory_mb(ceil(n / count))).all() and (shards["mem_mb"] <= 16_000).all()
+    assert bm25_memory_mb(ceil(n / (count - 1))) > 16_000  # no fewer shards would fit
+    index = jobs.query("rule == 'bm25_index'")
+    assert len(index) == 1 and index["mem_mb"].item() <= 1000
+    retrieve = jobs.query("rule == 'retrieve'")
+    assert sorted(retrieve["wildcards"]) == [f"retriever=bm25, lang={lang}" for lang in sorted(config["languages"])]
+    assert (retrieve["mem_mb"] <= 16_000).all() and (jobs["mem_mb"] <= 64_000).all()
+
+
+@pytest.mark.slow
 def test_mirage_bench_with_retrieval_has_one_index_per_retriever_and_corpus_language(repo, tmp_path):
     """MIRAGE-BENCH's 18 languages, each question searching MIRACL's corpus of its language with BM25
     and with BGE-M3 (one encoding job per million passages where MIRACL publishes the size, reranked),
