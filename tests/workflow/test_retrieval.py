@@ -195,7 +195,7 @@ def test_a_pooled_corpus_of_four_languages_is_one_index_scored_as_each_question_
     assert (tmp_path / "results/retrieval/indexes/bm25-pool/pooled/bm25").is_dir()  # one index
     assert not (tmp_path / "results/retrieval/indexes/bm25-pool/en").exists()
     # The index job's log names each language's analysis (a language without a rule would say "no analyzer").
-    log = (tmp_path / "logs/retrieval/indexes/bm25-pool/pooled.log").read_text(encoding="utf-8")
+    log = (tmp_path / "results/logs/retrieval/indexes/bm25-pool/pooled.log").read_text(encoding="utf-8")
     assert "BM25 tokens: zh: Unicode words, lower-case, CJK character bigrams, no stemmer, stopwords kept" in log
     assert "BM25 tokens: hi: Unicode words, lower-case, Snowball hindi stemmer, stopwords kept" in log
     board = pd.read_csv(tmp_path / "results/retrieval/leaderboard.csv", keep_default_na=False, na_values=[""])
