@@ -23,11 +23,10 @@ Percentile intervals of 200 tournaments covered 0.91 at 12 questions (MIRAGE-BEN
 these cover 0.93-0.97 from 12 questions up (``benchmarks/bench_coverage.py``).
 
 ``rank_best``..``rank_worst`` hold jointly for every model at the same level: model i is surely
-ahead of j when the simultaneous interval of logit_i - logit_j lies above 0: the difference's
-bootstrap sd times a Bonferroni critical value over all pairs, t(q-1) at 1 - alpha / (2 pairs),
-times sqrt(q/(q-1)), with q the fewer of the two models' questions, so that "rank 2-4" is a 95%
-statement about all models at once. (A bootstrap max-T critical value claimed an order among six
-equal models in 8.5% of arenas of 12 questions.)
+ahead of j when the simultaneous interval of logit_i - logit_j lies above 0, with the bootstrap
+max-|t| critical value over all pairs, stepdown, t-corrected at the fewer of the two models'
+questions (``polyrag.stats.rank_ranges``, the one home of every rank range), so that "rank 2-4"
+is a 95% statement about all models at once.
 """
 
 from __future__ import annotations
@@ -37,8 +36,8 @@ import pandas as pd
 
 from polyrag.arena.games import question_win_matrices, tally
 from polyrag.errors import DataError
-from polyrag.stats.bootstrap import (MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, critical_value, rank_by,
-                                     tournament_counts)
+from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, rank_by, tournament_counts
+from polyrag.stats.rank_ranges import Clusters, rank_ranges
 
 
 def fit_logits(wins: np.ndarray, regularization: float) -> np.ndarray:
@@ -103,31 +102,18 @@ def few_questions_warnings(table: pd.DataFrame, judge: str, lang: str) -> list[s
 
 
 def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions,
-                        confidence: float = 0.95) -> tuple[np.ndarray, ...]:
+                        confidence: float = 0.95, method: str = "max-t stepdown") -> tuple[np.ndarray, ...]:
     """``(low, high, rank_best, rank_worst)`` of each model from its point estimate and bootstrap
     tournaments (``samples``: tournaments x models) over ``n_questions`` clusters: one count for
     every model, or each model's own (``model_question_counts``; a pair takes the fewer of its
-    two). See the module docstring. A model whose samples do not vary (a single model) gets a
-    zero-width interval."""
-    counts = np.broadcast_to(np.asarray(n_questions, dtype=int), np.shape(point))
-    low, high = bootstrap_interval(point, samples, counts, confidence)
-    first, second = np.triu_indices(len(point), k=1)
-    difference = point[first] - point[second]
-    difference_sd = (samples[:, first] - samples[:, second]).std(axis=0, ddof=1)
-    # Bonferroni over the pairs with the same small-sample t: a bootstrap max-T critical value
-    # ordered six equal models in 8.5% of arenas of 12 questions; this one in under 5%. A pair's
-    # difference rests on the clusters of the model that played fewer questions.
-    critical = critical_value(np.minimum(counts[first], counts[second]),
-                              (1 - confidence) / (2 * max(len(first), 1)))
-    varies = difference_sd > 0
-    ahead = varies & (difference - critical * difference_sd > 0)
-    behind = varies & (difference + critical * difference_sd < 0)
-    surely_ahead = np.zeros((len(point), len(point)), dtype=bool)  # [i, j]: i surely ahead of j
-    surely_ahead[first[ahead], second[ahead]] = True
-    surely_ahead[second[behind], first[behind]] = True
-    best = 1 + surely_ahead.sum(axis=0)
-    worst = len(point) - surely_ahead.sum(axis=1)
-    return low, high, best, worst
+    two), or :class:`~polyrag.stats.rank_ranges.Clusters` (the leaderboard's pooled languages).
+    The rank ranges are :func:`polyrag.stats.rank_ranges.rank_ranges`'s (``method``). A model
+    whose samples do not vary (a single model) gets a zero-width interval."""
+    clusters = (n_questions if isinstance(n_questions, Clusters)
+                else Clusters.of_counts(n_questions, len(point)))
+    half = clusters.critical(1 - confidence) * samples.std(axis=0, ddof=1)
+    best, worst = rank_ranges(point, samples, clusters, confidence, method)
+    return point - half, point + half, best, worst
 
 
 def bradley_terry(games: pd.DataFrame, models: list[str], regularization: float, n_bootstrap: int,

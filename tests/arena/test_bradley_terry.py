@@ -175,8 +175,8 @@ def test_a_model_that_played_few_questions_gets_the_critical_value_of_its_own_qu
     arena = student_t.ppf(0.975, 11) * np.sqrt(12 / 11)
     assert (table["ci_high"] - table["ci_low"])["m0"] == pytest.approx(2 * arena * sd["m0"])
     # a pair takes the fewer of its two models' questions
-    samples = np.array([[0.0, 0.0, 0.0]]) + np.random.default_rng(0).normal(0, 1, (4000, 3))
     point = np.array([0.0, 7.0, 7.0 - 5.2])  # difference sd about 1.41
+    samples = point + np.random.default_rng(0).normal(0, 1, (4000, 3))
     sd_1_2 = (samples[:, 1] - samples[:, 2]).std(ddof=1)
     critical_4 = student_t.ppf(1 - 0.025 / 3, 3) * np.sqrt(4 / 3)
     assert 5.2 < critical_4 * sd_1_2 and 5.2 > student_t.ppf(1 - 0.025 / 3, 99) * np.sqrt(100 / 99) * sd_1_2
@@ -198,17 +198,25 @@ def test_a_model_that_played_few_questions_gets_the_critical_value_of_its_own_qu
 
 def test_rank_ranges_come_from_simultaneous_intervals_of_the_differences():
     """Bootstrap samples with known spreads: a pair is ordered when its difference exceeds the
-    Bonferroni t critical value times its SD (computed here by hand), and the ranks follow."""
+    max-|t| critical value of all pairs times its SD (stepdown; polyrag.stats.rank_ranges, whose
+    tests check the critical values), not Bonferroni's; the ranks follow."""
     rng = np.random.default_rng(3)
     point = np.array([2.0, 1.0, 0.9, -3.0])
     samples = point + rng.normal(0, 0.2, (4000, 4))
     low, high, best, worst = intervals_and_ranks(point, samples, 100)
-    critical = student_t.ppf(1 - 0.025 / 6, 99) * np.sqrt(100 / 99)  # 6 pairs
+    bonferroni = student_t.ppf(1 - 0.025 / 6, 99) * np.sqrt(100 / 99)  # 6 pairs
     sd = (samples[:, 0] - samples[:, 1]).std(ddof=1)
-    assert point[0] - point[1] > critical * sd  # 1.0 apart: ordered
+    assert point[0] - point[1] > bonferroni * sd  # 1.0 apart: ordered
     assert best.tolist() == [1, 2, 2, 4] and worst.tolist() == [1, 3, 3, 4]  # 1.0 vs 0.9: not ordered
     factor = np.sqrt(100 / 99) * student_t.ppf(0.975, 99) / norm.ppf(0.975)
     assert high - low == pytest.approx(2 * factor * norm.ppf(0.975) * samples.std(axis=0, ddof=1))
+    # 0.75 apart at sd 0.28: inside Bonferroni's 2.9 sds, outside the max-|t| stepdown's
+    point = np.array([0.75, 0.0, 10.0, 20.0])
+    samples = point + rng.normal(0, 0.2, (4000, 4))
+    sd = (samples[:, 0] - samples[:, 1]).std(ddof=1)
+    assert 0.75 < bonferroni * sd
+    assert intervals_and_ranks(point, samples, 100)[2].tolist() == [3, 4, 2, 1]
+    assert intervals_and_ranks(point, samples, 100, method="bonferroni")[2].tolist() == [3, 3, 2, 1]
 
 
 @pytest.mark.slow  # 200 arenas x 301 fits: about 45 s

@@ -43,12 +43,18 @@ def test_leaderboard_ranks_by_mean_logit_and_its_interval_is_that_of_the_mean():
     assert table["model"].tolist() == ["a", "x", "b", "c"] and table["rank"].tolist() == [1, 2, 3, 4]
     assert not rows.loc["x", "judged"] and rows.loc["a", "judged"]
     # The interval: from the spread of the per-tournament mean over languages, computed here by
-    # hand (BT bootstrap for judged models, surrogate samples for x), t-corrected for 30 questions.
+    # hand (BT bootstrap for judged models, surrogate samples for x), t-corrected with the
+    # Welch-Satterthwaite degrees of freedom of two languages of 30 questions (about 58, not 29).
     for model, column, tables in (("a", "logit", (1, 1)), ("x", "predicted_logit", (3, 3))):
         draws = [arena_tables(*arguments)[table] for arguments, table in
                  zip(((EN_LOGITS, {"x": 0.5}), (DE_LOGITS, {"x": 0.1})), tables)]
-        mean = (draws[0].query("model == @model")[column].to_numpy() + draws[1].query("model == @model")[column].to_numpy()) / 2
-        half = student_t.ppf(0.975, 29) * np.sqrt(30 / 29) * mean.std(ddof=1)
+        per_language = [d.loc[d["model"] == model, column].to_numpy() for d in draws]
+        mean = (per_language[0] + per_language[1]) / 2
+        unbiased = np.array([d.var(ddof=1) * 30 / 29 for d in per_language])
+        df = unbiased.sum() ** 2 / (unbiased**2 / 29).sum()
+        assert 50 < df <= 58
+        raw = sum(d.var(ddof=1) for d in per_language)
+        half = student_t.ppf(0.975, df) * np.sqrt(unbiased.sum() / raw) * mean.std(ddof=1)
         np.testing.assert_allclose(rows.loc[model, ["ci_low", "ci_high"]].to_numpy(float),
                                    [rows.loc[model, "score"] - half, rows.loc[model, "score"] + half])
     x = by_language[by_language["model"] == "x"]
