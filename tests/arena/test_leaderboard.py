@@ -43,18 +43,12 @@ def test_leaderboard_ranks_by_mean_logit_and_its_interval_is_that_of_the_mean():
     assert table["model"].tolist() == ["a", "x", "b", "c"] and table["rank"].tolist() == [1, 2, 3, 4]
     assert not rows.loc["x", "judged"] and rows.loc["a", "judged"]
     # The interval: from the spread of the per-tournament mean over languages, computed here by
-    # hand (BT bootstrap for judged models, surrogate samples for x), t-corrected with the
-    # Welch-Satterthwaite degrees of freedom of two languages of 30 questions (about 58, not 29).
+    # hand (BT bootstrap for judged models, surrogate samples for x), t-corrected for 30 questions.
     for model, column, tables in (("a", "logit", (1, 1)), ("x", "predicted_logit", (3, 3))):
         draws = [arena_tables(*arguments)[table] for arguments, table in
                  zip(((EN_LOGITS, {"x": 0.5}), (DE_LOGITS, {"x": 0.1})), tables)]
-        per_language = [d.loc[d["model"] == model, column].to_numpy() for d in draws]
-        mean = (per_language[0] + per_language[1]) / 2
-        unbiased = np.array([d.var(ddof=1) * 30 / 29 for d in per_language])
-        df = unbiased.sum() ** 2 / (unbiased**2 / 29).sum()
-        assert 50 < df <= 58
-        raw = sum(d.var(ddof=1) for d in per_language)
-        half = student_t.ppf(0.975, df) * np.sqrt(unbiased.sum() / raw) * mean.std(ddof=1)
+        mean = (draws[0].query("model == @model")[column].to_numpy() + draws[1].query("model == @model")[column].to_numpy()) / 2
+        half = student_t.ppf(0.975, 29) * np.sqrt(30 / 29) * mean.std(ddof=1)
         np.testing.assert_allclose(rows.loc[model, ["ci_low", "ci_high"]].to_numpy(float),
                                    [rows.loc[model, "score"] - half, rows.loc[model, "score"] + half])
     x = by_language[by_language["model"] == "x"]
@@ -91,6 +85,32 @@ def test_leaderboard_rank_never_contradicts_the_interval():
         for j in rows.index:
             if rows.loc[i, "ci_low"] > rows.loc[j, "ci_high"]:
                 assert rows.loc[i, "rank"] < rows.loc[j, "rank"]
+
+
+def test_leaderboard_rank_ranges_pool_the_languages_degrees_of_freedom():
+    """Two languages of 12 questions, two models whose mean logits differ by 2.23 sds of the
+    difference: apart at the Welch-Satterthwaite degrees of freedom of the two languages (22:
+    t(22) sqrt(12/11) = 2.17 sds), not at one language's (11: t(11) sqrt(12/11) = 2.30 sds, the
+    leaderboard before). The score's interval stays at one language's 11."""
+    rng = np.random.default_rng(7)
+    noise = {lang: rng.normal(0, 0.1, (4000, 2)) for lang in ("en", "de")}
+    mean_noise = (noise["en"] + noise["de"]) / 2
+    sd = (mean_noise[:, 0] - mean_noise[:, 1]).std(ddof=1)
+    assert student_t.ppf(0.975, 22) * np.sqrt(12 / 11) < 2.23 < student_t.ppf(0.975, 11) * np.sqrt(12 / 11)
+    per_language = {}
+    for lang, gap in (("en", 2.23 * sd), ("de", 2.23 * sd)):
+        logits = {"a": gap / 2, "b": -gap / 2}
+        bt = pd.DataFrame({"model": ["a", "b"], "logit": list(logits.values()), "ci_low": 0.0, "ci_high": 0.0,
+                           "n_questions": 12, "model_questions": 12})
+        boot = pd.DataFrame({"tournament": np.repeat(np.arange(4000), 2), "model": np.tile(["a", "b"], 4000),
+                             "logit": (np.array(list(logits.values())) + noise[lang]).ravel()})
+        sur = pd.DataFrame({"model": ["a", "b"], "predicted_logit": list(logits.values())})
+        per_language[lang] = language_table(lang, bt, boot, sur, boot.rename(columns={"logit": "predicted_logit"}))
+    rows = leaderboard(per_language)[0].set_index("model")
+    assert rows.loc["a", ["rank_best", "rank_worst"]].tolist() == [1, 1]
+    assert rows.loc["b", ["rank_best", "rank_worst"]].tolist() == [2, 2]
+    half = student_t.ppf(0.975, 11) * np.sqrt(12 / 11) * mean_noise[:, 0].std(ddof=1)
+    assert rows.loc["a", "ci_high"] - rows.loc["a", "score"] == pytest.approx(half)
 
 
 def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citations():
