@@ -493,6 +493,50 @@ def rank_range_cell(seed: int, setting: str, questions: int, languages: int = 1)
     return result
 
 
+DAVIDSON_NU = 0.8  # about a quarter of the games between equal models are ties
+
+
+@lru_cache(maxsize=None)
+def davidson_population(ties: str, question_sd: float = 0.3) -> tuple[np.ndarray, float]:
+    """The estimand of each tie model on Davidson games: its fit to the expected outcome counts
+    over the question effects (Monte Carlo, fixed seed): Davidson's logits and nu, or the
+    Bradley-Terry logits with ties as half a win (a different, shrunk scale; nu nan)."""
+    from polyrag.arena.bradley_terry import fit_davidson_batch
+
+    rng = np.random.default_rng(0)
+    shifted = STRENGTHS + rng.normal(0, question_sd, (100_000, len(STRENGTHS)))
+    half = (shifted[:, :, None] - shifted[:, None, :]) / 2
+    denominator = np.exp(half) + np.exp(-half) + DAVIDSON_NU
+    wins, tied = (np.exp(half) / denominator).mean(axis=0), (DAVIDSON_NU / denominator).mean(axis=0)
+    np.fill_diagonal(wins, 0)
+    np.fill_diagonal(tied, 0)
+    if ties == "half":
+        return fit_logits((wins + tied / 2) * 1e6, 1e-9), np.nan
+    (logit,), (log_nu,) = fit_davidson_batch(wins[None] * 1e6, tied[None] * 1e6, 1e-9)
+    return logit, float(np.exp(log_nu))
+
+
+def davidson_cell(seed: int, ties: str, questions: int) -> dict:
+    """Games from Davidson's tie model (nu 0.8, the arena cells' six strengths, question effect sd
+    0.3), fitted with ``arena.ties``: each logit's interval against its tie model's estimand, the
+    joint rank ranges against the true order, and (davidson) the tie parameter's interval."""
+    from tests.helpers.arena import simulate_davidson_games
+
+    rng = rng_for(seed, "bench_coverage", "davidson")
+    games = simulate_davidson_games(dict(zip(MODELS, STRENGTHS)), DAVIDSON_NU, questions, rng, answer_sd=0.3)
+    table = bradley_terry(games, MODELS, 0.01, TOURNAMENTS, rng, ties=ties)[0].set_index("model").loc[MODELS]
+    truth, nu = davidson_population(ties)
+    low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
+    result = {"covered": float(np.mean((low <= truth) & (truth <= high))), "width": float(np.mean(high - low)),
+              "ranks_covered": ranges_cover(table["rank_best"].to_numpy(), table["rank_worst"].to_numpy(),
+                                            population_logits(tuple(STRENGTHS)))}
+    if ties == "davidson":
+        result["covered: tie parameter"] = bool(table["tie_parameter_ci_low"].iloc[0] <= nu
+                                                <= table["tie_parameter_ci_high"].iloc[0])
+        result["width: tie parameter"] = float(table["tie_parameter_ci_high"].iloc[0] - table["tie_parameter_ci_low"].iloc[0])
+    return result
+
+
 def rank_range_cells() -> list[tuple]:
     cells = []
     for setting in RANK_SETTINGS:
@@ -502,6 +546,11 @@ def rank_range_cells() -> list[tuple]:
     setting = list(RANK_SETTINGS)[0]
     cells.append(("rank range (joint), leaderboard", "polyrag", f"{setting}, 4 languages x 6 questions",
                   rank_range_cell, {"setting": setting, "questions": 6, "languages": 4}))
+    for ties in ("davidson", "half"):
+        for questions in (12, 30):
+            cells.append((f"bradley_terry, arena.ties: {ties}", "polyrag",
+                          f"Davidson games (nu {DAVIDSON_NU}), 6 models, {questions} questions, question effect sd 0.3",
+                          davidson_cell, {"ties": ties, "questions": questions}))
     return cells
 
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.games import question_win_matrices, tally
+from polyrag.arena.games import question_outcome_matrices, tally
 from polyrag.errors import DataError
-from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, rank_by, tournament_counts
+from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, rank_by, tournament_counts
 from polyrag.stats.rank_ranges import Clusters, rank_ranges
 
 
@@ -82,6 +82,74 @@ def fit_logits_batch(wins: np.ndarray, regularization: float, tol: float = 1e-10
     return theta - theta.mean(axis=1, keepdims=True)
 
 
+#: ``arena.ties``: a tie is half a win each way (``half``), or its own outcome (``davidson``)
+TIE_MODELS = ("half", "davidson")
+#: log of Davidson's tie parameter where a tournament has no tie (its maximum is nu = 0)
+NO_TIES_LOG_NU = -40.0
+
+
+def fit_davidson_batch(decisive: np.ndarray, ties: np.ndarray, regularization: float, tol: float = 1e-10,
+                       max_iter: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Davidson's (1970) tie model for a stack of tournaments (tournaments x models x models):
+    ``P(i beats j) = pi_i / D``, ``P(tie) = nu sqrt(pi_i pi_j) / D``, ``D = pi_i + pi_j + nu
+    sqrt(pi_i pi_j)``, ``pi = exp(logit)``; ``decisive[b, i, j]`` outright wins of i over j,
+    ``ties[b, i, j]`` (symmetric) ties of i and j. Maximises the log-likelihood minus
+    ``regularization * sum(logit**2)`` (the penalty of :func:`fit_logits`; the tie parameter
+    ``log nu`` is not penalised) by Newton's method on (logits, log nu) with step halving,
+    vectorised over tournaments. Returns the centred logits (tournaments x models) and ``log
+    nu`` per tournament (``NO_TIES_LOG_NU`` where it has no tie: nu = 0, Bradley-Terry on the
+    decisive games). P(i beats j | not a tie) is the Bradley-Terry probability of these logits."""
+    decisive, ties = np.asarray(decisive, float), np.asarray(ties, float)
+    batch, k = decisive.shape[:2]
+    first, second = np.triu_indices(k, k=1)
+    w_first, w_second, t = decisive[:, first, second], decisive[:, second, first], ties[:, first, second]
+    n = w_first + w_second + t
+    tied = t.sum(axis=1) > 0  # tournaments with a tie: log nu is fitted
+    design = np.zeros((len(first), k))
+    design[np.arange(len(first)), first], design[np.arange(len(first)), second] = 1.0, -1.0
+    theta = np.zeros((batch, k))
+    log_nu = np.where(tied, 0.0, NO_TIES_LOG_NU)
+
+    def probabilities(theta, log_nu):
+        half = (theta[:, first] - theta[:, second]) / 2
+        terms = np.stack([half, -half, np.broadcast_to(log_nu[:, None], half.shape)])  # first, second, tie
+        log_p = terms - np.logaddexp.reduce(terms, axis=0)
+        return log_p, np.exp(log_p)
+
+    def objective(theta, log_nu):
+        log_p, _ = probabilities(theta, log_nu)
+        return ((w_first * log_p[0] + w_second * log_p[1] + np.where(t > 0, t * log_p[2], 0.0)).sum(axis=1)
+                - regularization * (theta**2).sum(axis=1))
+
+    current = objective(theta, log_nu)
+    for _ in range(max_iter):
+        _, (p_first, p_second, p_tie) = probabilities(theta, log_nu)
+        gap = p_first - p_second
+        g_delta = (w_first - w_second) / 2 - n * gap / 2
+        h_delta = -n / 4 * ((p_first + p_second) - gap**2)
+        gradient = np.concatenate([g_delta @ design - 2 * regularization * theta,
+                                   np.where(tied, (t - n * p_tie).sum(axis=1), 0.0)[:, None]], axis=1)
+        hessian = np.zeros((batch, k + 1, k + 1))
+        hessian[:, :k, :k] = np.einsum("pi,bp,pj->bij", design, h_delta, design) - 2 * regularization * np.eye(k)
+        cross = np.where(tied[:, None], (n * gap * p_tie / 2) @ design, 0.0)
+        hessian[:, :k, k], hessian[:, k, :k] = cross, cross
+        hessian[:, k, k] = np.where(tied, -(n * p_tie * (1 - p_tie)).sum(axis=1), -1.0)
+        step = -np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        scale = np.ones(batch)
+        for _ in range(30):  # halve the step where the objective would not improve
+            candidate_theta = theta + scale[:, None] * step[:, :k]
+            candidate_nu = log_nu + scale * step[:, k]
+            value = objective(candidate_theta, candidate_nu)
+            worse = value < current - 1e-12
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2, scale)
+        theta, log_nu, current = candidate_theta, candidate_nu, value
+        if np.abs(scale[:, None] * step).max() < tol:
+            break
+    return theta - theta.mean(axis=1, keepdims=True), log_nu
+
+
 def model_question_counts(games: pd.DataFrame, models: list[str]) -> np.ndarray:
     """Per model, the questions on which it has at least one valid game: the clusters its logit
     rests on (fewer than the arena's when it joined late, was judged on a subset of questions, or
@@ -117,28 +185,43 @@ def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions,
 
 
 def bradley_terry(games: pd.DataFrame, models: list[str], regularization: float, n_bootstrap: int,
-                  rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                  rng: np.random.Generator, ties: str = "half") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The leaderboard of one judge and language, the bootstrap logits, and the tournaments.
 
     Returns ``(table, bootstrap, tournaments)``: ``table`` has ``model, logit, ci_low, ci_high,
     rank, rank_best, rank_worst, n_questions`` (the arena's questions), ``model_questions`` (the
     questions the model played: its intervals' clusters) and the game counts; ``bootstrap`` has
     ``tournament, model, logit``; ``tournaments`` has ``tournament, query_id, count`` (the
-    resampled questions, which the surrogate averages features over)."""
+    resampled questions, which the surrogate averages features over). ``ties`` (``arena.ties``):
+    ``half``, a tie is half a win each way; ``davidson``, Davidson's tie model
+    (:func:`fit_davidson_batch`), whose table adds ``tie_parameter`` (nu) with its interval
+    ``tie_parameter_ci_low``/``_ci_high`` (t-corrected over the arena's questions, on log nu)."""
+    if ties not in TIE_MODELS:
+        raise ValueError(f"arena.ties {ties!r} is not one of {list(TIE_MODELS)}")
     counts = tally(games, models)
     unplayed = counts.loc[counts["games"] == 0, "model"].tolist()
     if unplayed:
         raise DataError(f"no valid game for {unplayed}: every verdict of their pairs is invalid or missing")
-    questions, wins = question_win_matrices(games, models)
-    logit = fit_logits(wins.sum(axis=0), regularization)
+    questions, decisive, tied = question_outcome_matrices(games, models)
     counts_drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), regularization)
+    if ties == "davidson":
+        (logit,), (log_nu,) = fit_davidson_batch(decisive.sum(axis=0)[None], tied.sum(axis=0)[None], regularization)
+        samples, log_nu_samples = fit_davidson_batch(np.tensordot(counts_drawn, decisive, axes=1),
+                                                     np.tensordot(counts_drawn, tied, axes=1), regularization)
+    else:
+        wins = decisive + tied / 2
+        logit = fit_logits(wins.sum(axis=0), regularization)
+        samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), regularization)
     played = model_question_counts(games, models)
     low, high, best, worst = intervals_and_ranks(logit, samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
                           "rank": rank_by(logit).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "n_questions": len(questions),
                           "model_questions": played})
+    if ties == "davidson":
+        low_nu, high_nu = bootstrap_interval(np.array([log_nu]), log_nu_samples[:, None], len(questions))
+        table["tie_parameter"] = np.exp(log_nu)
+        table["tie_parameter_ci_low"], table["tie_parameter_ci_high"] = np.exp(low_nu[0]), np.exp(high_nu[0])
     table = table.merge(counts, on="model").sort_values(["rank", "model"], ignore_index=True)
     bootstrap = pd.DataFrame({"tournament": np.repeat(np.arange(n_bootstrap), len(models)),
                               "model": np.tile(models, n_bootstrap), "logit": samples.ravel()})

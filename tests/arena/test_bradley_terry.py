@@ -307,3 +307,58 @@ def test_a_model_with_no_valid_game_stops_the_fit():
     games.loc[(games["model_a"] == "c") | (games["model_b"] == "c"), "verdict"] = "invalid"
     with pytest.raises(DataError, match=r"no valid game for \['c'\]"):
         bradley_terry(games, ["a", "b", "c"], 0.01, 10, np.random.default_rng(0))
+
+
+def davidson_negative_log_likelihood(parameters: np.ndarray, games: pd.DataFrame, models: list[str],
+                                     penalty: float) -> float:
+    """Davidson's penalised negative log-likelihood written from its definition, game by game."""
+    logit, nu = parameters[:-1], np.exp(parameters[-1])
+    index = {model: i for i, model in enumerate(models)}
+    valid = games[games["verdict"] != "invalid"]
+    a = np.exp(logit[valid["model_a"].map(index).to_numpy()])
+    b = np.exp(logit[valid["model_b"].map(index).to_numpy()])
+    denominator = a + b + nu * np.sqrt(a * b)
+    p = np.select([valid["verdict"].eq("model_a"), valid["verdict"].eq("model_b")], [a, b], nu * np.sqrt(a * b))
+    return -(np.log(p / denominator).sum() - penalty * (logit**2).sum())
+
+
+def test_davidson_fit_is_the_direct_maximum_of_davidsons_likelihood_and_recovers_known_parameters():
+    """Games simulated from Davidson's model with known logits and tie parameter (nu 0.8: about a
+    quarter of games tied): the batched Newton fit equals scipy's BFGS maximisation of the
+    likelihood written above, and recovers the truth; counting ties as half a win instead shrinks
+    every logit toward 0."""
+    from scipy.optimize import minimize
+
+    from polyrag.arena.bradley_terry import fit_davidson_batch
+    from polyrag.arena.games import question_outcome_matrices
+    from tests.helpers.arena import simulate_davidson_games
+
+    strengths = {"a": 1.0, "b": 0.4, "c": 0.0, "d": -0.5, "e": -0.9}
+    models = sorted(strengths)
+    games = simulate_davidson_games(strengths, 0.8, 400, np.random.default_rng(21))
+    _, decisive, ties = question_outcome_matrices(games, models)
+    (logit,), (log_nu,) = fit_davidson_batch(decisive.sum(axis=0)[None], ties.sum(axis=0)[None], 0.01)
+    direct = minimize(davidson_negative_log_likelihood, np.zeros(len(models) + 1), args=(games, models, 0.01),
+                      method="BFGS", options={"gtol": 1e-8})
+    assert logit == pytest.approx(direct.x[:-1] - direct.x[:-1].mean(), abs=1e-5)
+    assert log_nu == pytest.approx(direct.x[-1], abs=1e-5)
+    truth = np.array([strengths[m] for m in models])
+    assert logit == pytest.approx(truth - truth.mean(), abs=0.08) and np.exp(log_nu) == pytest.approx(0.8, abs=0.05)
+    table = bradley_terry(games, models, 0.01, 50, np.random.default_rng(1), ties="davidson")[0].set_index("model")
+    assert table.loc[models, "logit"].to_numpy() == pytest.approx(logit, abs=1e-9)
+    assert table["tie_parameter"].iloc[0] == pytest.approx(np.exp(log_nu))
+    assert table["tie_parameter_ci_low"].iloc[0] < 0.8 < table["tie_parameter_ci_high"].iloc[0]
+    half = bradley_terry(games, models, 0.01, 50, np.random.default_rng(1))[0].set_index("model")
+    assert (np.abs(half.loc[models, "logit"]) < np.abs(table.loc[models, "logit"])).all()
+    assert "tie_parameter" not in half
+
+
+def test_davidson_without_ties_is_bradley_terry_and_an_unknown_tie_model_is_refused():
+    games = simulate_games({"a": 0.5, "b": 0.0, "c": -0.5}, 30, np.random.default_rng(4))
+    models = ["a", "b", "c"]
+    davidson = bradley_terry(games, models, 0.01, 20, np.random.default_rng(2), ties="davidson")[0]
+    half = bradley_terry(games, models, 0.01, 20, np.random.default_rng(2))[0]
+    assert davidson["logit"].to_numpy() == pytest.approx(half["logit"].to_numpy(), abs=1e-7)
+    assert davidson["tie_parameter"].iloc[0] < 1e-12
+    with pytest.raises(ValueError, match="arena.ties 'thirds'"):
+        bradley_terry(games, models, 0.01, 20, np.random.default_rng(2), ties="thirds")
