@@ -108,12 +108,15 @@ def surely_apart(difference: np.ndarray, draws: np.ndarray, clusters: Clusters, 
     # pair's estimated se, after division by the variance ratio of each quadrature point
     z_draws = np.zeros_like(draws)
     z_draws[:, varies] = np.abs(draws[:, varies] - difference[varies]) / sd[varies]
-    factors = variance_factors(clusters.df)  # points x pairs
     statistic = np.zeros(len(difference))
     statistic[varies] = np.abs(difference[varies]) / (sd[varies] * np.sqrt(clusters.inflation[varies]))
     active = varies.copy()
     while active.any():
-        maxima = np.concatenate([(z_draws[:, active] / factor[active]).max(axis=1) for factor in factors])
+        # pairs of one df share their variance ratio: the max over them, then over the dfs
+        groups = [active & (clusters.df == df) for df in np.unique(clusters.df[active])]
+        group_max = np.stack([z_draws[:, group].max(axis=1) for group in groups], axis=1)  # draws x dfs
+        factors = variance_factors(np.array([clusters.df[group][0] for group in groups]))  # points x dfs
+        maxima = (group_max[:, None, :] / factors[None, :, :]).max(axis=2).ravel()
         quantile = np.quantile(maxima, confidence, method="higher")
         newly = active & (statistic > quantile)
         if not newly.any():
