@@ -23,6 +23,12 @@ effect (``power``). Settings stress each estimator's assumptions:
   from overlapping intervals. Also a model that played on only 4 of 12 or 4 of 30 questions
   (its own interval), the leaderboard's mean over 3 languages and the budgeted arena's adaptive
   pair selection (half of the exhaustive design).
+- Joint rank ranges (``stats.rank_ranges``, every rank range polyrag prints): the max-|t|
+  stepdown beside its single step, today's Bonferroni and percentile overlap, on the same
+  bootstrap tournaments: 16 models (the demo's scores), 12 in clusters of near-equal ones, 8 equal
+  ones and one far below, 6 spread ones, at 6 / 12 / 30 questions; family-wise coverage (no false
+  order claimed) and mean rank-range width; the leaderboard's 4 languages x 6 questions with the
+  Welch-Satterthwaite degrees of freedom beside the fewest questions of one language.
 - Retrieval metrics (``retrieval.metrics``): a measure's mean over 6, 12 (demo languages), 30 and
   200 questions, for 0/1 values (Recall@5 at 0.5 and 0.9) and skewed ones (nDCG@10 with 30%, 60%
   and 90% zeros); the macro average over 3 languages; the paired difference of two runs (one
@@ -401,6 +407,153 @@ def bt_cells() -> list[tuple]:
 TRUE_LOGITS = true_logits()
 
 
+# --- joint rank ranges: max-|t| stepdown beside Bonferroni and percentile overlap ---------------
+
+#: strengths of the rank-range settings: the demo's 16 systems (its leaderboard's scores: three
+#: identical leaders, near-equal pairs, one far below), 12 models in three clusters of four
+#: near-equal ones, 8 equal models and one 4 logits below them
+RANK_SETTINGS = {
+    "16 models (the demo's scores: 3 equal leaders, one 3.6 below the rest)": (
+        2.2, 2.2, 2.2, 2.05, 1.74, 1.57, 1.03, 0.74, 0.04, -0.36, -0.61, -1.12, -1.76, -1.89, -2.19, -5.83),
+    "12 models in 3 clusters of 4 near-equal ones (0.05 apart; clusters 1 apart)": tuple(
+        cluster - 0.05 * k for cluster in (1.0, 0.0, -1.0) for k in range(4)),
+    "8 equal models and one 4 below the rest": (0.0,) * 8 + (-4.0,),
+    "6 models, gaps 0.3-1.0 (the arena cells' strengths)": tuple(STRENGTHS),
+}
+RANK_METHODS = ("max-t stepdown", "max-t", "bonferroni")
+
+
+@lru_cache(maxsize=None)
+def population_logits(strengths: tuple, question_sd: float = 0.3) -> np.ndarray:
+    """:func:`true_logits` for any strengths."""
+    rng = np.random.default_rng(0)
+    shifted = np.array(strengths) + rng.normal(0, question_sd, (100_000, len(strengths)))
+    p = (1 / (1 + np.exp(shifted[:, None, :] - shifted[:, :, None]))).mean(axis=0)
+    np.fill_diagonal(p, 0)
+    return fit_logits(p * 1e6, 1e-9)
+
+
+def ranges_cover(best: np.ndarray, worst: np.ndarray, truth: np.ndarray) -> bool:
+    """No false order claimed: each range holds every rank the model can take among ties (equal
+    population logits, to 1e-6, may be ordered either way)."""
+    better = (truth[None, :] > truth[:, None] + 1e-6).sum(axis=1)
+    worse = (truth[None, :] < truth[:, None] - 1e-6).sum(axis=1)
+    return bool(np.all((best <= 1 + better) & (worst >= len(truth) - worse)))
+
+
+def percentile_ranges(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The naive anchor: 2.5/97.5 percentiles of each model's bootstrap logits, a model surely
+    ahead of another when their intervals do not overlap (MIRAGE-BENCH)."""
+    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+    ahead = low[:, None] > high[None, :]
+    return 1 + ahead.sum(axis=0), len(low) - ahead.sum(axis=1)
+
+
+def rank_range_cell(seed: int, setting: str, questions: int, languages: int = 1) -> dict:
+    """One arena per language (every pair on every question, question effect sd 0.3) with the
+    setting's strengths; the rank ranges of each method from the same bootstrap tournaments
+    (``bradley_terry``; over languages, the leaderboard's mean logit). ``covered: METHOD``: no
+    false order among all models at once; ``width: METHOD``: mean rank-range length, worst - best.
+    Over languages, ``fewest questions`` is the previous leaderboard's degrees of freedom (one
+    language's Q - 1) for intervals and ranges, beside the Welch-Satterthwaite ones."""
+    from polyrag.arena.bradley_terry import bradley_terry as fit
+    from polyrag.stats.rank_ranges import Clusters, rank_ranges
+    from tests.helpers.arena import simulate_clustered_games
+
+    strengths = RANK_SETTINGS[setting]
+    models = [f"m{k:02d}" for k in range(len(strengths))]
+    rng = rng_for(seed, "bench_coverage", "rank_ranges", setting)
+    points, samples, played = [], [], []
+    for _ in range(languages):
+        games = simulate_clustered_games(dict(zip(models, strengths)), questions, rng, answer_sd=0.3)
+        table, bootstrap, _ = fit(games, models, 0.01, TOURNAMENTS, rng)
+        points.append(table.set_index("model").loc[models, "logit"].to_numpy())
+        samples.append(bootstrap.pivot(index="tournament", columns="model", values="logit")[models].to_numpy())
+        played.append(table.set_index("model").loc[models, "model_questions"].to_numpy())
+    point, draws = np.mean(points, axis=0), np.mean(samples, axis=0)
+    truth = population_logits(strengths)
+    if languages == 1:
+        clusters = {"": Clusters.of_counts(played[0], len(models))}
+    else:
+        clusters = {"": Clusters.pooled(np.array([s.var(axis=0, ddof=1) for s in samples]), np.array(played)),
+                    " (fewest questions)": Clusters.of_counts(np.min(played, axis=0), len(models))}
+    result = {"covered": np.nan, "width": np.nan}
+    for label, cluster in clusters.items():
+        for method in RANK_METHODS:
+            best, worst = rank_ranges(point, draws, cluster, 0.95, method)
+            result[f"covered: {method}{label}"] = ranges_cover(best, worst, truth)
+            result[f"width: {method}{label}"] = float(np.mean(worst - best))
+        if languages > 1:  # the score's interval at these degrees of freedom
+            half = cluster.critical(0.05) * draws.std(axis=0, ddof=1)
+            result[f"covered: score interval{label}"] = float(np.mean(np.abs(point - truth) <= half))
+            result[f"width: score interval{label}"] = float(np.mean(2 * half))
+    best, worst = percentile_ranges(draws)
+    result["covered: percentile overlap"] = ranges_cover(best, worst, truth)
+    result["width: percentile overlap"] = float(np.mean(worst - best))
+    return result
+
+
+DAVIDSON_NU = 0.8  # about a quarter of the games between equal models are ties
+
+
+@lru_cache(maxsize=None)
+def davidson_population(ties: str, question_sd: float = 0.3) -> tuple[np.ndarray, float]:
+    """The estimand of each tie model on Davidson games: its fit to the expected outcome counts
+    over the question effects (Monte Carlo, fixed seed): Davidson's logits and nu, or the
+    Bradley-Terry logits with ties as half a win (a different, shrunk scale; nu nan)."""
+    from polyrag.arena.bradley_terry import fit_davidson_batch
+
+    rng = np.random.default_rng(0)
+    shifted = STRENGTHS + rng.normal(0, question_sd, (100_000, len(STRENGTHS)))
+    half = (shifted[:, :, None] - shifted[:, None, :]) / 2
+    denominator = np.exp(half) + np.exp(-half) + DAVIDSON_NU
+    wins, tied = (np.exp(half) / denominator).mean(axis=0), (DAVIDSON_NU / denominator).mean(axis=0)
+    np.fill_diagonal(wins, 0)
+    np.fill_diagonal(tied, 0)
+    if ties == "half":
+        return fit_logits((wins + tied / 2) * 1e6, 1e-9), np.nan
+    (logit,), (log_nu,) = fit_davidson_batch(wins[None] * 1e6, tied[None] * 1e6, 1e-9)
+    return logit, float(np.exp(log_nu))
+
+
+def davidson_cell(seed: int, ties: str, questions: int) -> dict:
+    """Games from Davidson's tie model (nu 0.8, the arena cells' six strengths, question effect sd
+    0.3), fitted with ``arena.ties``: each logit's interval against its tie model's estimand, the
+    joint rank ranges against the true order, and (davidson) the tie parameter's interval."""
+    from tests.helpers.arena import simulate_davidson_games
+
+    rng = rng_for(seed, "bench_coverage", "davidson")
+    games = simulate_davidson_games(dict(zip(MODELS, STRENGTHS)), DAVIDSON_NU, questions, rng, answer_sd=0.3)
+    table = bradley_terry(games, MODELS, 0.01, TOURNAMENTS, rng, ties=ties)[0].set_index("model").loc[MODELS]
+    truth, nu = davidson_population(ties)
+    low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
+    result = {"covered": float(np.mean((low <= truth) & (truth <= high))), "width": float(np.mean(high - low)),
+              "ranks_covered": ranges_cover(table["rank_best"].to_numpy(), table["rank_worst"].to_numpy(),
+                                            population_logits(tuple(STRENGTHS)))}
+    if ties == "davidson":
+        result["covered: tie parameter"] = bool(table["tie_parameter_ci_low"].iloc[0] <= nu
+                                                <= table["tie_parameter_ci_high"].iloc[0])
+        result["width: tie parameter"] = float(table["tie_parameter_ci_high"].iloc[0] - table["tie_parameter_ci_low"].iloc[0])
+    return result
+
+
+def rank_range_cells() -> list[tuple]:
+    cells = []
+    for setting in RANK_SETTINGS:
+        for questions in (6, 12, 30):
+            cells.append(("rank range (joint)", "polyrag", f"{setting}, {questions} questions", rank_range_cell,
+                          {"setting": setting, "questions": questions}))
+    setting = list(RANK_SETTINGS)[0]
+    cells.append(("rank range (joint), leaderboard", "polyrag", f"{setting}, 4 languages x 6 questions",
+                  rank_range_cell, {"setting": setting, "questions": 6, "languages": 4}))
+    for ties in ("davidson", "half"):
+        for questions in (12, 30):
+            cells.append((f"bradley_terry, arena.ties: {ties}", "polyrag",
+                          f"Davidson games (nu {DAVIDSON_NU}), 6 models, {questions} questions, question effect sd 0.3",
+                          davidson_cell, {"ties": ties, "questions": questions}))
+    return cells
+
+
 def label_anchored_cell(seed: int, scenario: str, judge: str, budget: int, method: str) -> dict:
     """One arena of benchmarks/bench_label_anchored.py (8 models, 200 questions) and one method."""
     import bench_label_anchored  # beside this file; its simulation and truth
@@ -646,13 +799,14 @@ def retrieval_cells() -> list[tuple]:
             for source in ("polyrag", RETRIEVAL_ANCHORS[0]):
                 cells.append(("retrieval paired difference", source, f"{pair}, {questions} questions",
                               retrieval_paired_cell, {"source": source, "pair": pair, "questions": questions}))
-    for languages, questions, gap in ((1, 12, 0.0), (1, 30, 0.0), (3, 12, 0.0), (1, 100, 0.25)):
+    for count, languages, questions, gap in ((4, 1, 12, 0.0), (4, 1, 30, 0.0), (4, 3, 12, 0.0), (4, 1, 100, 0.25),
+                                             (8, 1, 30, 0.1)):
         where = "all-languages row" if languages > 1 else "one language"
-        systems = ("4 equal systems (no true order)" if gap == 0
-                   else "4 systems finding a relevant passage 0 / 25 / 50 / 75% less often")
+        systems = (f"{count} equal systems (no true order)" if gap == 0
+                   else f"{count} systems, each finding a relevant passage {gap:.0%} less often than the one before")
         cells.append(("retrieval rank range (joint)", "polyrag",
                       f"{systems}, {languages} x {questions} questions, {where}", retrieval_ranks_cell,
-                      {"systems": 4, "languages": languages, "questions": questions, "gap": gap}))
+                      {"systems": count, "languages": languages, "questions": questions, "gap": gap}))
     return cells
 
 
@@ -894,7 +1048,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = args.seeds or (200 if args.quick else 1000)
-    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + label_anchored_cells()
+    cells = [cell for cell in mars_cells() + memerag_cells() + bt_cells() + rank_range_cells() + label_anchored_cells()
              + label_anchored_one_bad_cells() + retrieval_cells()
              + components_cells()
              if any(part in cell[0] for part in args.only.split(",")) and (cell[1] == "polyrag" or not args.quick)]

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from scipy.stats import chi2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -92,11 +93,28 @@ def arena(theta: np.ndarray, judge: str, rng: np.random.Generator) -> tuple[np.n
     return pairs, questions, label, value
 
 
+def scheffe_rank_sets(fit: Fit, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The anchor of the rank-sets: the chi-square(K-1) projection of the joint ellipsoid onto
+    every difference (Scheffe), which polyrag's max-|z| stepdown replaced."""
+    k = len(fit.logit)
+    if not fit.converged:
+        return np.ones(k, int), np.full(k, k)
+    variance = np.diag(fit.covariance)
+    difference_variance = np.clip(variance[:, None] + variance[None, :] - 2 * fit.covariance, 0, None)
+    difference = fit.logit[:, None] - fit.logit[None, :]
+    above = (difference**2 > chi2.ppf(1 - alpha, k - 1) * difference_variance) & (difference > 0)
+    return 1 + above.sum(axis=0), k - above.sum(axis=1)
+
+
 def check(fit: Fit, truth: np.ndarray, true_rank: np.ndarray) -> dict:
     low, high = normal_interval(fit)
     best, worst = rank_sets(fit)
+    anchor_best, anchor_worst = scheffe_rank_sets(fit)
     return {"covered": float(((low <= truth) & (truth <= high)).mean()),
             "ranks_covered": float(((best <= true_rank) & (true_rank <= worst)).all()),
+            "rank_width": float(np.mean(worst - best)),
+            "scheffe_ranks_covered": float(((anchor_best <= true_rank) & (true_rank <= anchor_worst)).all()),
+            "scheffe_rank_width": float(np.mean(anchor_worst - anchor_best)),
             "width": float(np.mean(high - low)) if fit.converged else np.inf,
             "diverged": float(not fit.converged)}
 
@@ -225,6 +243,8 @@ def run(seeds: int, workers: int, settings=SETTINGS) -> pd.DataFrame:
 def summary(raw: pd.DataFrame) -> pd.DataFrame:
     table = raw.groupby(["scenario", "judge", "method", "budget"], sort=False).agg(
         coverage=("covered", "mean"), joint_rank_coverage=("ranks_covered", "mean"),
+        rank_width=("rank_width", "mean"), scheffe_rank_coverage=("scheffe_ranks_covered", "mean"),
+        scheffe_rank_width=("scheffe_rank_width", "mean"),
         width=("width", lambda w: w[np.isfinite(w)].mean()), diverged=("diverged", "mean"),
         n_eff_over_n=("n_eff_over_n", "mean") if "n_eff_over_n" in raw else ("covered", "size"),
         lam=("lambda", "mean"), labels=("labels", "mean"), seeds=("seed", "nunique")).reset_index()

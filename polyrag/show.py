@@ -262,8 +262,8 @@ def retrieval_block(table: pd.DataFrame, path: Path, measures: tuple[str, ...] =
     each = f", then {measures[0]} in each language" if 1 < len(languages) <= LANGUAGE_COLUMNS else ""
     # the path on the heading's own line: wrapped with the rest, a long one would part "Retrieval" from it
     text = f"Retrieval ({path}):\n" + textwrap.fill(
-        f"{scope}{each}; {level:.0%} intervals over questions; ranks: the joint rank range from Holm-adjusted "
-        "paired randomization tests", 100, break_on_hyphens=False)
+        f"{scope}{each}; {level:.0%} intervals over questions; ranks: the joint rank range from a max-|t| "
+        "stepdown over every two runs' difference", 100, break_on_hyphens=False)
     text += f"\n{shown.to_string(index=False)}\n"
     notes = table[table["note"].notna() & (table["note"] != "")] if "note" in table else table.iloc[:0]
     notes = notes[~notes["note"].str.fullmatch(r"macro average over \d+ languages")]  # the scope above says it

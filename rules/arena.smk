@@ -67,6 +67,7 @@ rule bradley_terry:
         models=contestants,
         bootstrap=config["arena"]["bootstrap"],
         regularization=config["arena"]["regularization"],
+        ties=config["arena"]["ties"],
         seed=config["seed"],
     log:
         log_path("arena/{judge}/{lang}/bradley_terry.log"),

@@ -17,11 +17,12 @@ def main() -> None:
     games = read_games(sm.input.games)
     table, bootstrap, tournaments = bradley_terry(
         games, sm.params.models, sm.params.regularization, sm.params.bootstrap,
-        rng_for(sm.params.seed, "bootstrap", judge, lang))
+        rng_for(sm.params.seed, "bootstrap", judge, lang), sm.params.ties)
     log.info(
-        "%d games on %d questions: %d ties (half a win each), %d invalid verdicts excluded",
-        (games["verdict"] != "invalid").sum(), games["query_id"].nunique(),
-        (games["verdict"] == "tie").sum(), (games["verdict"] == "invalid").sum())
+        "%d games on %d questions: %d ties (%s), %d invalid verdicts excluded",
+        (games["verdict"] != "invalid").sum(), games["query_id"].nunique(), (games["verdict"] == "tie").sum(),
+        "half a win each" if sm.params.ties == "half" else "Davidson's tie model",
+        (games["verdict"] == "invalid").sum())
     for message in few_questions_warnings(table, judge, lang):  # per model: its own questions
         log.warning("%s", message)
     table.to_csv(sm.output.table, index=False)

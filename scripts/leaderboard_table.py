@@ -20,7 +20,7 @@ def main() -> None:
     sections = [
         ("Leaderboard", "score: mean arena logit over languages with its 95% interval; rank_best..rank_worst: ranks "
          "that hold jointly for all models at 95%, from simultaneous intervals of every two models' score difference "
-         "(Bonferroni over the pairs), not from the overlap of the intervals shown (results/leaderboard.csv). These "
+         "(a max-|t| critical value over the pairs, stepdown), not from the overlap of the intervals shown (results/leaderboard.csv). These "
          "intervals say how sure we are about the judge's preferences, not people's.",
          read_table(sm.input.leaderboard)),
     ]

@@ -17,20 +17,19 @@ def flat(path: str) -> str:
 
 
 def test_rank_range_captions_say_the_ranges_come_from_pairwise_tests_not_the_intervals_shown():
-    """The retrieval ranks come from Holm-adjusted paired randomization tests, the arena's from
-    Bonferroni intervals of every two models' difference: neither from the intervals printed
-    beside them (ranks 1-1 and 2-2 can sit beside overlapping intervals)."""
-    assert "holm(" in inspect.getsource(metrics.rank_ranges)
-    assert "randomization_test(" in inspect.getsource(metrics.rank_ranges)
+    """The retrieval ranks and the arena's come from the one max-|t| stepdown of every two
+    estimates' difference (polyrag.stats.rank_ranges): neither from the intervals printed beside
+    them (ranks 1-1 and 2-2 can sit beside overlapping intervals)."""
+    assert "simultaneous_rank_ranges(" in inspect.getsource(metrics.rank_ranges)
     retrieval = flat("report/retrieval_leaderboard.rst")
-    assert ("a run is surely ahead of another when the paired randomization test of their per-question nDCG@10 (the "
-            "measure that orders them), Holm-adjusted over all pairs, rejects at 0.05. They do not come from the "
-            "intervals shown") in retrieval
+    assert ("a run is surely ahead of another when the simultaneous interval of their nDCG@10 difference (the measure "
+            "that orders them) lies above 0: a max-|t| stepdown over all pairs") in retrieval
     assert inspect.signature(metrics.retrieval_leaderboard).parameters["rank_measure"].default == "nDCG@10"
-    assert "(1 - confidence) / (2 * max(len(first), 1))" in inspect.getsource(bradley_terry.intervals_and_ranks)
+    assert "rank_ranges(point, samples" in inspect.getsource(bradley_terry.intervals_and_ranks)
     arena = flat("report/leaderboard.rst")
-    assert ("a model is surely ahead of another when the simultaneous interval of their score difference (Bonferroni "
-            "over all pairs, from the same bootstrap tournaments) lies above 0") in arena
+    assert ("a model is surely ahead of another when the simultaneous interval of their score difference (a max-|t| "
+            "critical value over all pairs, stepdown, from the same bootstrap tournaments; docs/intervals.md) lies "
+            "above 0") in arena
     table_script = flat("scripts/leaderboard_table.py")
     assert "from simultaneous intervals of every two models' score difference" in table_script
     for text in (retrieval, arena, table_script):

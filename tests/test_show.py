@@ -196,7 +196,7 @@ def test_summary_adds_the_retrievers_over_all_languages_with_their_intervals(tmp
     board = write_retrieval(tmp_path, 12)
     block = retrieval_lines(summary(tmp_path / "leaderboard.csv", tmp_path / "report.html"))
     assert "macro average over the 2 languages de, en, then nDCG@10 in each language; 95% intervals" in block[0]
-    assert "rank range from Holm-adjusted paired randomization tests" in block[0]  # not from the intervals
+    assert "rank range from a max-|t| stepdown over every two runs' difference" in block[0]  # not from the intervals
     all_rows = board[board["lang"] == "all"].set_index("model")
     bm25, e5 = block[2].split(), block[3].split()
     assert bm25[:3] == ["1", "bm25", "1-1"] and e5[:3] == ["2", "e5", "2-2"]

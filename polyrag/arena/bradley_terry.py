@@ -23,11 +23,10 @@ Percentile intervals of 200 tournaments covered 0.91 at 12 questions (MIRAGE-BEN
 these cover 0.93-0.97 from 12 questions up (``benchmarks/bench_coverage.py``).
 
 ``rank_best``..``rank_worst`` hold jointly for every model at the same level: model i is surely
-ahead of j when the simultaneous interval of logit_i - logit_j lies above 0: the difference's
-bootstrap sd times a Bonferroni critical value over all pairs, t(q-1) at 1 - alpha / (2 pairs),
-times sqrt(q/(q-1)), with q the fewer of the two models' questions, so that "rank 2-4" is a 95%
-statement about all models at once. (A bootstrap max-T critical value claimed an order among six
-equal models in 8.5% of arenas of 12 questions.)
+ahead of j when the simultaneous interval of logit_i - logit_j lies above 0, with the bootstrap
+max-|t| critical value over all pairs, stepdown, t-corrected at the fewer of the two models'
+questions (``polyrag.stats.rank_ranges``, the one home of every rank range), so that "rank 2-4"
+is a 95% statement about all models at once.
 """
 
 from __future__ import annotations
@@ -35,10 +34,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyrag.arena.games import question_win_matrices, tally
+from polyrag.arena.games import question_outcome_matrices, tally
 from polyrag.errors import DataError
-from polyrag.stats.bootstrap import (MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, critical_value, rank_by,
-                                     tournament_counts)
+from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, bootstrap_interval, rank_by, tournament_counts
+from polyrag.stats.rank_ranges import Clusters, rank_ranges
 
 
 def fit_logits(wins: np.ndarray, regularization: float) -> np.ndarray:
@@ -83,6 +82,74 @@ def fit_logits_batch(wins: np.ndarray, regularization: float, tol: float = 1e-10
     return theta - theta.mean(axis=1, keepdims=True)
 
 
+#: ``arena.ties``: a tie is half a win each way (``half``), or its own outcome (``davidson``)
+TIE_MODELS = ("half", "davidson")
+#: log of Davidson's tie parameter where a tournament has no tie (its maximum is nu = 0)
+NO_TIES_LOG_NU = -40.0
+
+
+def fit_davidson_batch(decisive: np.ndarray, ties: np.ndarray, regularization: float, tol: float = 1e-10,
+                       max_iter: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Davidson's (1970) tie model for a stack of tournaments (tournaments x models x models):
+    ``P(i beats j) = pi_i / D``, ``P(tie) = nu sqrt(pi_i pi_j) / D``, ``D = pi_i + pi_j + nu
+    sqrt(pi_i pi_j)``, ``pi = exp(logit)``; ``decisive[b, i, j]`` outright wins of i over j,
+    ``ties[b, i, j]`` (symmetric) ties of i and j. Maximises the log-likelihood minus
+    ``regularization * sum(logit**2)`` (the penalty of :func:`fit_logits`; the tie parameter
+    ``log nu`` is not penalised) by Newton's method on (logits, log nu) with step halving,
+    vectorised over tournaments. Returns the centred logits (tournaments x models) and ``log
+    nu`` per tournament (``NO_TIES_LOG_NU`` where it has no tie: nu = 0, Bradley-Terry on the
+    decisive games). P(i beats j | not a tie) is the Bradley-Terry probability of these logits."""
+    decisive, ties = np.asarray(decisive, float), np.asarray(ties, float)
+    batch, k = decisive.shape[:2]
+    first, second = np.triu_indices(k, k=1)
+    w_first, w_second, t = decisive[:, first, second], decisive[:, second, first], ties[:, first, second]
+    n = w_first + w_second + t
+    tied = t.sum(axis=1) > 0  # tournaments with a tie: log nu is fitted
+    design = np.zeros((len(first), k))
+    design[np.arange(len(first)), first], design[np.arange(len(first)), second] = 1.0, -1.0
+    theta = np.zeros((batch, k))
+    log_nu = np.where(tied, 0.0, NO_TIES_LOG_NU)
+
+    def probabilities(theta, log_nu):
+        half = (theta[:, first] - theta[:, second]) / 2
+        terms = np.stack([half, -half, np.broadcast_to(log_nu[:, None], half.shape)])  # first, second, tie
+        log_p = terms - np.logaddexp.reduce(terms, axis=0)
+        return log_p, np.exp(log_p)
+
+    def objective(theta, log_nu):
+        log_p, _ = probabilities(theta, log_nu)
+        return ((w_first * log_p[0] + w_second * log_p[1] + np.where(t > 0, t * log_p[2], 0.0)).sum(axis=1)
+                - regularization * (theta**2).sum(axis=1))
+
+    current = objective(theta, log_nu)
+    for _ in range(max_iter):
+        _, (p_first, p_second, p_tie) = probabilities(theta, log_nu)
+        gap = p_first - p_second
+        g_delta = (w_first - w_second) / 2 - n * gap / 2
+        h_delta = -n / 4 * ((p_first + p_second) - gap**2)
+        gradient = np.concatenate([g_delta @ design - 2 * regularization * theta,
+                                   np.where(tied, (t - n * p_tie).sum(axis=1), 0.0)[:, None]], axis=1)
+        hessian = np.zeros((batch, k + 1, k + 1))
+        hessian[:, :k, :k] = np.einsum("pi,bp,pj->bij", design, h_delta, design) - 2 * regularization * np.eye(k)
+        cross = np.where(tied[:, None], (n * gap * p_tie / 2) @ design, 0.0)
+        hessian[:, :k, k], hessian[:, k, :k] = cross, cross
+        hessian[:, k, k] = np.where(tied, -(n * p_tie * (1 - p_tie)).sum(axis=1), -1.0)
+        step = -np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        scale = np.ones(batch)
+        for _ in range(30):  # halve the step where the objective would not improve
+            candidate_theta = theta + scale[:, None] * step[:, :k]
+            candidate_nu = log_nu + scale * step[:, k]
+            value = objective(candidate_theta, candidate_nu)
+            worse = value < current - 1e-12
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2, scale)
+        theta, log_nu, current = candidate_theta, candidate_nu, value
+        if np.abs(scale[:, None] * step).max() < tol:
+            break
+    return theta - theta.mean(axis=1, keepdims=True), log_nu
+
+
 def model_question_counts(games: pd.DataFrame, models: list[str]) -> np.ndarray:
     """Per model, the questions on which it has at least one valid game: the clusters its logit
     rests on (fewer than the arena's when it joined late, was judged on a subset of questions, or
@@ -103,56 +170,58 @@ def few_questions_warnings(table: pd.DataFrame, judge: str, lang: str) -> list[s
 
 
 def intervals_and_ranks(point: np.ndarray, samples: np.ndarray, n_questions,
-                        confidence: float = 0.95) -> tuple[np.ndarray, ...]:
+                        confidence: float = 0.95, method: str = "max-t stepdown") -> tuple[np.ndarray, ...]:
     """``(low, high, rank_best, rank_worst)`` of each model from its point estimate and bootstrap
     tournaments (``samples``: tournaments x models) over ``n_questions`` clusters: one count for
     every model, or each model's own (``model_question_counts``; a pair takes the fewer of its
-    two). See the module docstring. A model whose samples do not vary (a single model) gets a
-    zero-width interval."""
-    counts = np.broadcast_to(np.asarray(n_questions, dtype=int), np.shape(point))
-    low, high = bootstrap_interval(point, samples, counts, confidence)
-    first, second = np.triu_indices(len(point), k=1)
-    difference = point[first] - point[second]
-    difference_sd = (samples[:, first] - samples[:, second]).std(axis=0, ddof=1)
-    # Bonferroni over the pairs with the same small-sample t: a bootstrap max-T critical value
-    # ordered six equal models in 8.5% of arenas of 12 questions; this one in under 5%. A pair's
-    # difference rests on the clusters of the model that played fewer questions.
-    critical = critical_value(np.minimum(counts[first], counts[second]),
-                              (1 - confidence) / (2 * max(len(first), 1)))
-    varies = difference_sd > 0
-    ahead = varies & (difference - critical * difference_sd > 0)
-    behind = varies & (difference + critical * difference_sd < 0)
-    surely_ahead = np.zeros((len(point), len(point)), dtype=bool)  # [i, j]: i surely ahead of j
-    surely_ahead[first[ahead], second[ahead]] = True
-    surely_ahead[second[behind], first[behind]] = True
-    best = 1 + surely_ahead.sum(axis=0)
-    worst = len(point) - surely_ahead.sum(axis=1)
-    return low, high, best, worst
+    two), or :class:`~polyrag.stats.rank_ranges.Clusters` (the leaderboard's pooled languages).
+    The rank ranges are :func:`polyrag.stats.rank_ranges.rank_ranges`'s (``method``). A model
+    whose samples do not vary (a single model) gets a zero-width interval."""
+    clusters = (n_questions if isinstance(n_questions, Clusters)
+                else Clusters.of_counts(n_questions, len(point)))
+    half = clusters.critical(1 - confidence) * samples.std(axis=0, ddof=1)
+    best, worst = rank_ranges(point, samples, clusters, confidence, method)
+    return point - half, point + half, best, worst
 
 
 def bradley_terry(games: pd.DataFrame, models: list[str], regularization: float, n_bootstrap: int,
-                  rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                  rng: np.random.Generator, ties: str = "half") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The leaderboard of one judge and language, the bootstrap logits, and the tournaments.
 
     Returns ``(table, bootstrap, tournaments)``: ``table`` has ``model, logit, ci_low, ci_high,
     rank, rank_best, rank_worst, n_questions`` (the arena's questions), ``model_questions`` (the
     questions the model played: its intervals' clusters) and the game counts; ``bootstrap`` has
     ``tournament, model, logit``; ``tournaments`` has ``tournament, query_id, count`` (the
-    resampled questions, which the surrogate averages features over)."""
+    resampled questions, which the surrogate averages features over). ``ties`` (``arena.ties``):
+    ``half``, a tie is half a win each way; ``davidson``, Davidson's tie model
+    (:func:`fit_davidson_batch`), whose table adds ``tie_parameter`` (nu) with its interval
+    ``tie_parameter_ci_low``/``_ci_high`` (t-corrected over the arena's questions, on log nu)."""
+    if ties not in TIE_MODELS:
+        raise ValueError(f"arena.ties {ties!r} is not one of {list(TIE_MODELS)}")
     counts = tally(games, models)
     unplayed = counts.loc[counts["games"] == 0, "model"].tolist()
     if unplayed:
         raise DataError(f"no valid game for {unplayed}: every verdict of their pairs is invalid or missing")
-    questions, wins = question_win_matrices(games, models)
-    logit = fit_logits(wins.sum(axis=0), regularization)
+    questions, decisive, tied = question_outcome_matrices(games, models)
     counts_drawn = tournament_counts(len(questions), n_bootstrap, rng)
-    samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), regularization)
+    if ties == "davidson":
+        (logit,), (log_nu,) = fit_davidson_batch(decisive.sum(axis=0)[None], tied.sum(axis=0)[None], regularization)
+        samples, log_nu_samples = fit_davidson_batch(np.tensordot(counts_drawn, decisive, axes=1),
+                                                     np.tensordot(counts_drawn, tied, axes=1), regularization)
+    else:
+        wins = decisive + tied / 2
+        logit = fit_logits(wins.sum(axis=0), regularization)
+        samples = fit_logits_batch(np.tensordot(counts_drawn, wins, axes=1), regularization)
     played = model_question_counts(games, models)
     low, high, best, worst = intervals_and_ranks(logit, samples, played)
     table = pd.DataFrame({"model": models, "logit": logit, "ci_low": low, "ci_high": high,
                           "rank": rank_by(logit).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "n_questions": len(questions),
                           "model_questions": played})
+    if ties == "davidson":
+        low_nu, high_nu = bootstrap_interval(np.array([log_nu]), log_nu_samples[:, None], len(questions))
+        table["tie_parameter"] = np.exp(log_nu)
+        table["tie_parameter_ci_low"], table["tie_parameter_ci_high"] = np.exp(low_nu[0]), np.exp(high_nu[0])
     table = table.merge(counts, on="model").sort_values(["rank", "model"], ignore_index=True)
     bootstrap = pd.DataFrame({"tournament": np.repeat(np.arange(n_bootstrap), len(models)),
                               "model": np.tile(models, n_bootstrap), "logit": samples.ravel()})

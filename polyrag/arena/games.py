@@ -1,7 +1,9 @@
 """Pairwise games read from the judgments files of one judge and language.
 
 Each judged order of a pair is one game. Verdicts are ``model_a``, ``model_b``, ``tie`` or
-``invalid``. The tie rule: a tie counts as half a win for each side. ``invalid`` verdicts are no
+``invalid``. The tie rule (``arena.ties``): a tie counts as half a win for each side
+(:func:`question_win_matrices`), or is its own outcome in Davidson's model
+(:func:`question_outcome_matrices`, ``bradley_terry.fit_davidson_batch``). ``invalid`` verdicts are no
 games: they are excluded from every fit and counted. When one order of a question is invalid,
 the other order still counts alone (it is a real verdict); how often that happens is reported
 beside the judge's position bias (``position_bias``).
@@ -71,17 +73,28 @@ def question_win_matrices(games: pd.DataFrame, models: list[str]) -> tuple[list[
     """Sorted question ids and, per question, ``wins[i, j]``: games model i won against model j
     on that question (ties as half a win each). A bootstrap tournament's win matrix is the sum of
     its questions' matrices, each as many times as it was drawn."""
+    questions, decisive, ties = question_outcome_matrices(games, models)
+    return questions, decisive + ties / 2
+
+
+def question_outcome_matrices(games: pd.DataFrame, models: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Sorted question ids and, per question, ``decisive[i, j]``: games model i won outright
+    against model j, and ``ties[i, j]`` (symmetric): games of i and j judged a tie; for tie
+    models that fit ties as their own outcome (Davidson's)."""
     index = {model: i for i, model in enumerate(models)}
     valid = games[games["verdict"] != "invalid"]
     questions = sorted(games["query_id"].unique())
     q = valid["query_id"].map({query_id: k for k, query_id in enumerate(questions)}).to_numpy()
     a = valid["model_a"].map(index).to_numpy()
     b = valid["model_b"].map(index).to_numpy()
-    share_a = valid["verdict"].map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5}).to_numpy()
-    wins = np.zeros((len(questions), len(models), len(models)))
-    np.add.at(wins, (q, a, b), share_a)
-    np.add.at(wins, (q, b, a), 1.0 - share_a)
-    return questions, wins
+    verdict = valid["verdict"].to_numpy()
+    decisive = np.zeros((len(questions), len(models), len(models)))
+    ties = np.zeros_like(decisive)
+    np.add.at(decisive, (q, a, b), (verdict == "model_a").astype(float))
+    np.add.at(decisive, (q, b, a), (verdict == "model_b").astype(float))
+    np.add.at(ties, (q, a, b), (verdict == "tie").astype(float))
+    np.add.at(ties, (q, b, a), (verdict == "tie").astype(float))
+    return questions, decisive, ties
 
 
 def win_matrix(games: pd.DataFrame, models: list[str]) -> np.ndarray:

@@ -11,22 +11,23 @@ covered 0.10-0.54 at 30 labels). Its logit, interval and rank are left empty wit
 ``note``, and the other models are reported centred over themselves (``centred_over``). When the
 fit has no finite maximum every model is left empty.
 
-Ranks: model i is surely above j when ``logit_i - logit_j`` exceeds
-``sqrt(chi2(K-1, level) var(logit_i - logit_j))``, the projection of the joint confidence
-ellipsoid of the centred logits onto every pairwise difference (Scheffe), so ``rank_best``..
-``rank_worst`` hold for all models at once.
+Ranks: ``rank_best``..``rank_worst`` hold for all models at once: model i is surely above j when
+the simultaneous interval of ``logit_i - logit_j`` lies above 0, its critical value the max-|z|
+quantile over all pairs under the logits' normal law with the clustered sandwich covariance, stepdown
+(``polyrag.stats.rank_ranges.normal_rank_ranges``, the method of every rank range polyrag prints).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2, norm
+from scipy.stats import norm
 
 from polyrag.arena.active import active_pieces
 from polyrag.arena.ppi_fit import Fit, Pieces, anchored_fit, anchored_pieces, centred, centring, design, joint_covariance
 from polyrag.errors import DataError
 from polyrag.stats.bootstrap import rank_by
+from polyrag.stats.rank_ranges import normal_rank_ranges
 
 #: Below this many human labels the intervals undercover: 0.91-0.93 at 50 labels in
 #: benchmarks/bench_label_anchored.py (0.94-0.95 from 100), 0.90-0.91 for the estimable models at
@@ -142,13 +143,7 @@ def rank_sets(fit: Fit, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     k = len(fit.logit)
     if not fit.converged or k < 2:
         return np.ones(k, int), np.full(k, k)
-    bound = chi2.ppf(1 - alpha, k - 1)
-    variance = np.diag(fit.covariance)
-    difference_variance = variance[:, None] + variance[None, :] - 2 * fit.covariance
-    difference = fit.logit[:, None] - fit.logit[None, :]
-    above = difference**2 > bound * np.clip(difference_variance, 0, None)
-    above &= difference > 0  # above[i, j]: i surely above j
-    return 1 + above.sum(axis=0), k - above.sum(axis=1)
+    return normal_rank_ranges(fit.logit, fit.covariance, 1 - alpha)
 
 
 def effective_labels(fit: Fit, labels_only_at_same_point: Fit, n_labelled: int) -> np.ndarray:

@@ -19,11 +19,14 @@ Overall:
   Bradley-Terry table (``bradley_terry.intervals_and_ranks``, each model at the fewest questions
   it played in any language, ``model_questions``; a model that was not judged in a language
   counts that language's questions); a model's tournament t is the mean over its own languages,
-  so its interval is that of its own score. For models ranked by the surrogate alone the interval reflects question sampling
-  only, not the surrogate's own error (see ``surrogate_metrics.json`` for that);
+  so its interval is that of its own score. For models ranked by the surrogate alone the interval
+  reflects question sampling only, not the surrogate's own error (see ``surrogate_metrics.json``);
 - ``rank`` orders models by ``score``, the quantity the interval belongs to;
   ``rank_best``..``rank_worst`` hold jointly for all models at 95% (simultaneous intervals of the
-  differences, Bonferroni over the pairs);
+  differences with a bootstrap max-|t| critical value, stepdown: ``polyrag.stats.rank_ranges``),
+  at the Welch-Satterthwaite degrees of freedom of the languages' pooled variance
+  (``Clusters.pooled``: about 20 for 4 languages of 6 questions, not the 5 of one language). The
+  two choices are measured in docs/intervals.md#joint-rank-ranges;
 - ``mean_rank`` (the mean of the per-language ranks, MIRAGE-BENCH's summary) is reported beside
   it but does not order the table: it can disagree with the mean logit when a model wins some
   languages narrowly and loses others by far;
@@ -42,6 +45,7 @@ import pandas as pd
 
 from polyrag.arena.bradley_terry import intervals_and_ranks
 from polyrag.stats.bootstrap import rank_by
+from polyrag.stats.rank_ranges import Clusters, rank_ranges
 
 #: the label-anchored table's columns and their names in leaderboard_detailed.csv
 #: What each model is as a system (``with_systems``), in the leaderboard's column order.
@@ -87,8 +91,15 @@ def leaderboard(per_language: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> t
     samples = np.nanmean([per_language[lang][1].reindex(columns=models).to_numpy() for lang in languages], axis=0)
     score = logits.mean(axis=1, skipna=True).to_numpy()
     ranked_on = logits.notna().apply(lambda row: ",".join(lang for lang in languages if row[lang]), axis=1)
-    played = by_language.groupby("model")["model_questions"].min().reindex(models).to_numpy(int)
-    low, high, best, worst = intervals_and_ranks(score, samples, played)
+    played = by_language.pivot(index="model", columns="lang", values="model_questions")[languages].reindex(models)
+    # The score's interval at the fewest questions of a language: at the pooled (Welch-Satterthwaite)
+    # degrees of freedom it covered 0.932 at 4 x 6 questions, where the penalised fits' bias, the
+    # same in every language, does not shrink as the pooled variance does; the rank ranges at the
+    # pooled ones covered 1.000 and are narrower (docs/intervals.md#joint-rank-ranges).
+    low, high, _, _ = intervals_and_ranks(score, samples, played.min(axis=1).to_numpy(int))
+    variances = np.array([per_language[lang][1].reindex(columns=models).to_numpy().var(axis=0, ddof=1)
+                          for lang in languages])  # NaN where a model does not answer the language
+    best, worst = rank_ranges(score, samples, Clusters.pooled(variances, played.to_numpy(float).T))
     table = pd.DataFrame({"model": models, "rank": rank_by(score).astype(int).to_numpy(),
                           "rank_best": best, "rank_worst": worst, "mean_rank": ranks.mean(axis=1).to_numpy(),
                           "score": score, "ci_low": low, "ci_high": high,

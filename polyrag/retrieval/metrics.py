@@ -74,15 +74,16 @@ the percentile interval (docs/retrieval.md#measured-coverage has the table).
   and MOVER can collapse to a point; the runs may still differ on questions not drawn, by at
   most the mean |difference|, whose Wilson bound at n questions (0 of n) is the interval then.
 - *Rank ranges* in the leaderboard: ``rank`` orders the systems by the mean of the ranking
-  measure; system i is *surely ahead* of j when the paired randomization test of their
-  per-question values (each question's two values swapped with probability 1/2, 2,000 times;
-  the test IR evaluation recommends, Smucker et al. 2007, and the one MEMERAG's significance
-  uses here) rejects after Holm's adjustment over all pairs at 1 - ``level`` and i's mean is the
-  higher. ``rank_best`` = 1 + the systems surely ahead of it, ``rank_worst`` = the systems minus
-  those it is surely ahead of, so "rank 2-4" holds for all systems at once. (Bonferroni
-  paired intervals claimed an order among 4 equal systems in 8% of leaderboards of 12
-  questions, 200 seeds: Wilson's tails at level 0.992 on 12 questions are too short; the
-  randomization test is exact when the two systems are alike, and claimed one in 0.9-5.1%.)
+  measure; system i is *surely ahead* of j when the simultaneous interval of their difference lies
+  above 0 and i's mean is the higher: the max-|t| stepdown over all pairs of every rank range
+  polyrag prints (``polyrag.stats.rank_ranges``), its joint law under no difference from
+  ``n_permutations`` randomizations that shuffle the systems' values within each question (each
+  language shuffled on its own for the macro average). ``rank_best`` = 1 + the systems surely
+  ahead of it, ``rank_worst`` = the systems minus those it is surely ahead of, so "rank 2-4" holds
+  for all systems at once. The randomization is exact when the systems are alike; a question
+  bootstrap of these bounded, skewed values claimed an order among 4 equal systems in 8-12% of
+  leaderboards of 12 questions (100 seeds), and Holm-adjusted pairwise randomization tests were
+  wider (docs/intervals.md#joint-rank-ranges).
 
 Fewer than ``MIN_BOOTSTRAP_QUESTIONS`` (10) questions are flagged in ``note`` (as the arena
 flags them); the interval there is still the one above, which covered (conservatively) at 6
@@ -99,9 +100,11 @@ import pytrec_eval
 from scipy.special import stdtrit
 
 from polyrag.errors import DataError
-from polyrag.meta_eval.statistics import holm, paired_permutation_test
+from polyrag.meta_eval.statistics import paired_permutation_test
 from polyrag.seeds import rng_for
 from polyrag.stats.bootstrap import MIN_BOOTSTRAP_QUESTIONS, rank_by, tournament_counts
+from polyrag.stats.rank_ranges import Clusters
+from polyrag.stats.rank_ranges import rank_ranges as simultaneous_rank_ranges
 from polyrag.stats.clustered_intervals import wilson_interval
 
 #: the relevance measures and the pytrec_eval names they come from
@@ -445,22 +448,24 @@ def paired_difference(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, n_bo
 def rank_ranges(samples: dict[str, dict[str, LanguageSample]], systems: list[str], langs: list[str], column: int,
                 level: float, n_permutations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Each system's best and worst rank on one measure over ``langs`` (one language, or all of
-    them for the macro average), for all systems at once at ``level``: system i is surely ahead
-    of j when their paired randomization test, Holm-adjusted over all pairs, rejects at
-    1 - ``level`` and i's mean is the higher."""
-    pairs = [(i, j) for i in range(len(systems)) for j in range(i + 1, len(systems))]
-    where = langs[0] if len(langs) == 1 else ALL_LANGUAGES
-    p_values = np.array([randomization_test(samples[systems[i]], samples[systems[j]], langs, column, n_permutations,
-                                            rng_for(seed, "retrieval-ranks", where, systems[i], systems[j]))
-                         for i, j in pairs])
-    surely_ahead = np.zeros((len(systems), len(systems)), dtype=bool)  # [i, j]: i surely ahead of j
-    if pairs:
-        rejected = np.nan_to_num(holm(np.nan_to_num(p_values, nan=1.0)), nan=1.0) < 1 - level
-        for (i, j), reject in zip(pairs, rejected):
-            difference = np.mean([column_mean(samples[systems[i]][lang], column)
-                                  - column_mean(samples[systems[j]][lang], column) for lang in langs])
-            surely_ahead[i, j], surely_ahead[j, i] = reject and difference > 0, reject and difference < 0
-    return 1 + surely_ahead.sum(axis=0), len(systems) - surely_ahead.sum(axis=1)
+    them for the macro average), for all systems at once at ``level``: the simultaneous max-|t|
+    stepdown of every two systems' difference (``polyrag.stats.rank_ranges``, the arena's method),
+    its joint law under no difference from ``n_permutations`` randomizations that shuffle the
+    systems' values within each question (module docstring). A language without a question with a
+    relevant document orders nothing."""
+    k = len(systems)
+    if k < 2 or any(len(samples[systems[0]][lang].values) == 0 for lang in langs):
+        return np.ones(k, int), np.full(k, k)
+    rng = rng_for(seed, "retrieval-ranks", langs[0] if len(langs) == 1 else ALL_LANGUAGES)
+    point = np.zeros(k)
+    null = np.zeros((n_permutations, k))
+    for lang in langs:
+        values = np.column_stack([samples[system][lang].values[:, column] for system in systems])  # questions x systems
+        point += values.mean(axis=0) / len(langs)
+        order = rng.random((n_permutations, *values.shape)).argsort(axis=2)
+        null += np.take_along_axis(values[None], order, axis=2).mean(axis=1) / len(langs)
+    # the randomization law is exact: no small-sample correction (normal clusters)
+    return simultaneous_rank_ranges(point, point + null - null.mean(axis=0), Clusters.normal(k), level)
 
 
 def retrieval_leaderboard(per_query_metrics_by_run: dict[str, pd.DataFrame], n_bootstrap: int = 1000,

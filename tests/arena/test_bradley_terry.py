@@ -175,8 +175,8 @@ def test_a_model_that_played_few_questions_gets_the_critical_value_of_its_own_qu
     arena = student_t.ppf(0.975, 11) * np.sqrt(12 / 11)
     assert (table["ci_high"] - table["ci_low"])["m0"] == pytest.approx(2 * arena * sd["m0"])
     # a pair takes the fewer of its two models' questions
-    samples = np.array([[0.0, 0.0, 0.0]]) + np.random.default_rng(0).normal(0, 1, (4000, 3))
     point = np.array([0.0, 7.0, 7.0 - 5.2])  # difference sd about 1.41
+    samples = point + np.random.default_rng(0).normal(0, 1, (4000, 3))
     sd_1_2 = (samples[:, 1] - samples[:, 2]).std(ddof=1)
     critical_4 = student_t.ppf(1 - 0.025 / 3, 3) * np.sqrt(4 / 3)
     assert 5.2 < critical_4 * sd_1_2 and 5.2 > student_t.ppf(1 - 0.025 / 3, 99) * np.sqrt(100 / 99) * sd_1_2
@@ -198,17 +198,25 @@ def test_a_model_that_played_few_questions_gets_the_critical_value_of_its_own_qu
 
 def test_rank_ranges_come_from_simultaneous_intervals_of_the_differences():
     """Bootstrap samples with known spreads: a pair is ordered when its difference exceeds the
-    Bonferroni t critical value times its SD (computed here by hand), and the ranks follow."""
+    max-|t| critical value of all pairs times its SD (stepdown; polyrag.stats.rank_ranges, whose
+    tests check the critical values), not Bonferroni's; the ranks follow."""
     rng = np.random.default_rng(3)
     point = np.array([2.0, 1.0, 0.9, -3.0])
     samples = point + rng.normal(0, 0.2, (4000, 4))
     low, high, best, worst = intervals_and_ranks(point, samples, 100)
-    critical = student_t.ppf(1 - 0.025 / 6, 99) * np.sqrt(100 / 99)  # 6 pairs
+    bonferroni = student_t.ppf(1 - 0.025 / 6, 99) * np.sqrt(100 / 99)  # 6 pairs
     sd = (samples[:, 0] - samples[:, 1]).std(ddof=1)
-    assert point[0] - point[1] > critical * sd  # 1.0 apart: ordered
+    assert point[0] - point[1] > bonferroni * sd  # 1.0 apart: ordered
     assert best.tolist() == [1, 2, 2, 4] and worst.tolist() == [1, 3, 3, 4]  # 1.0 vs 0.9: not ordered
     factor = np.sqrt(100 / 99) * student_t.ppf(0.975, 99) / norm.ppf(0.975)
     assert high - low == pytest.approx(2 * factor * norm.ppf(0.975) * samples.std(axis=0, ddof=1))
+    # 0.75 apart at sd 0.28: inside Bonferroni's 2.9 sds, outside the max-|t| stepdown's
+    point = np.array([0.75, 0.0, 10.0, 20.0])
+    samples = point + rng.normal(0, 0.2, (4000, 4))
+    sd = (samples[:, 0] - samples[:, 1]).std(ddof=1)
+    assert 0.75 < bonferroni * sd
+    assert intervals_and_ranks(point, samples, 100)[2].tolist() == [3, 4, 2, 1]
+    assert intervals_and_ranks(point, samples, 100, method="bonferroni")[2].tolist() == [3, 3, 2, 1]
 
 
 @pytest.mark.slow  # 200 arenas x 301 fits: about 45 s
@@ -299,3 +307,58 @@ def test_a_model_with_no_valid_game_stops_the_fit():
     games.loc[(games["model_a"] == "c") | (games["model_b"] == "c"), "verdict"] = "invalid"
     with pytest.raises(DataError, match=r"no valid game for \['c'\]"):
         bradley_terry(games, ["a", "b", "c"], 0.01, 10, np.random.default_rng(0))
+
+
+def davidson_negative_log_likelihood(parameters: np.ndarray, games: pd.DataFrame, models: list[str],
+                                     penalty: float) -> float:
+    """Davidson's penalised negative log-likelihood written from its definition, game by game."""
+    logit, nu = parameters[:-1], np.exp(parameters[-1])
+    index = {model: i for i, model in enumerate(models)}
+    valid = games[games["verdict"] != "invalid"]
+    a = np.exp(logit[valid["model_a"].map(index).to_numpy()])
+    b = np.exp(logit[valid["model_b"].map(index).to_numpy()])
+    denominator = a + b + nu * np.sqrt(a * b)
+    p = np.select([valid["verdict"].eq("model_a"), valid["verdict"].eq("model_b")], [a, b], nu * np.sqrt(a * b))
+    return -(np.log(p / denominator).sum() - penalty * (logit**2).sum())
+
+
+def test_davidson_fit_is_the_direct_maximum_of_davidsons_likelihood_and_recovers_known_parameters():
+    """Games simulated from Davidson's model with known logits and tie parameter (nu 0.8: about a
+    quarter of games tied): the batched Newton fit equals scipy's BFGS maximisation of the
+    likelihood written above, and recovers the truth; counting ties as half a win instead shrinks
+    every logit toward 0."""
+    from scipy.optimize import minimize
+
+    from polyrag.arena.bradley_terry import fit_davidson_batch
+    from polyrag.arena.games import question_outcome_matrices
+    from tests.helpers.arena import simulate_davidson_games
+
+    strengths = {"a": 1.0, "b": 0.4, "c": 0.0, "d": -0.5, "e": -0.9}
+    models = sorted(strengths)
+    games = simulate_davidson_games(strengths, 0.8, 400, np.random.default_rng(21))
+    _, decisive, ties = question_outcome_matrices(games, models)
+    (logit,), (log_nu,) = fit_davidson_batch(decisive.sum(axis=0)[None], ties.sum(axis=0)[None], 0.01)
+    direct = minimize(davidson_negative_log_likelihood, np.zeros(len(models) + 1), args=(games, models, 0.01),
+                      method="BFGS", options={"gtol": 1e-8})
+    assert logit == pytest.approx(direct.x[:-1] - direct.x[:-1].mean(), abs=1e-5)
+    assert log_nu == pytest.approx(direct.x[-1], abs=1e-5)
+    truth = np.array([strengths[m] for m in models])
+    assert logit == pytest.approx(truth - truth.mean(), abs=0.08) and np.exp(log_nu) == pytest.approx(0.8, abs=0.05)
+    table = bradley_terry(games, models, 0.01, 50, np.random.default_rng(1), ties="davidson")[0].set_index("model")
+    assert table.loc[models, "logit"].to_numpy() == pytest.approx(logit, abs=1e-9)
+    assert table["tie_parameter"].iloc[0] == pytest.approx(np.exp(log_nu))
+    assert table["tie_parameter_ci_low"].iloc[0] < 0.8 < table["tie_parameter_ci_high"].iloc[0]
+    half = bradley_terry(games, models, 0.01, 50, np.random.default_rng(1))[0].set_index("model")
+    assert (np.abs(half.loc[models, "logit"]) < np.abs(table.loc[models, "logit"])).all()
+    assert "tie_parameter" not in half
+
+
+def test_davidson_without_ties_is_bradley_terry_and_an_unknown_tie_model_is_refused():
+    games = simulate_games({"a": 0.5, "b": 0.0, "c": -0.5}, 30, np.random.default_rng(4))
+    models = ["a", "b", "c"]
+    davidson = bradley_terry(games, models, 0.01, 20, np.random.default_rng(2), ties="davidson")[0]
+    half = bradley_terry(games, models, 0.01, 20, np.random.default_rng(2))[0]
+    assert davidson["logit"].to_numpy() == pytest.approx(half["logit"].to_numpy(), abs=1e-7)
+    assert davidson["tie_parameter"].iloc[0] < 1e-12
+    with pytest.raises(ValueError, match="arena.ties 'thirds'"):
+        bradley_terry(games, models, 0.01, 20, np.random.default_rng(2), ties="thirds")

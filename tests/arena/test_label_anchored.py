@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import ppi_py
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, studentized_range
 
 from polyrag.arena.bradley_terry import fit_logits
 from polyrag.arena.active import active_fit, active_inclusion_probabilities
@@ -90,13 +90,20 @@ def test_centred_logits_do_not_depend_on_the_anchor():
     assert other.covariance == pytest.approx(first.covariance, abs=1e-6)
 
 
-def test_rank_sets_order_only_what_the_ellipsoid_separates():
-    """Two far-apart models are ordered; two equal ones are not (a hand-built covariance)."""
+def test_rank_sets_order_what_the_simultaneous_max_z_separates():
+    """Two far-apart models are ordered; two equal ones are not (a hand-built covariance). Four
+    independent logits of sd 0.1: the simultaneous critical value of all differences is Tukey's
+    q(0.95; 4, inf) / sqrt(2) = 2.57 difference sds (0.363), not Scheffe's sqrt(chi2(3, 0.95)) =
+    2.80 (0.395), and stepdown lowers it once the far pairs are apart: 0.38 apart is ordered."""
     from polyrag.arena.ppi_fit import Fit
     fit = Fit(logit=np.array([1.0, -1.0, -0.05, 0.05]), covariance=np.eye(4) * 0.01, lam=0.5, converged=True)
     best, worst = rank_sets(fit)
-    # bound: chi2(3, 0.95) = 7.81; sd of a difference sqrt(0.02): 0.395 separates, 0.1 does not.
     assert best.tolist() == [1, 4, 2, 2] and worst.tolist() == [1, 4, 3, 3]
+    tukey = studentized_range.ppf(0.95, 4, 1e6) * 0.1
+    assert tukey == pytest.approx(0.363, abs=1e-3)
+    fit = Fit(logit=np.array([0.38, 0.0, 5.0, -5.0]), covariance=np.eye(4) * 0.01, lam=0.5, converged=True)
+    best, worst = rank_sets(fit)
+    assert best.tolist() == [2, 3, 1, 4] and worst.tolist() == [2, 3, 1, 4]
 
 
 def test_active_estimator_with_equal_probabilities_is_the_uniform_one():

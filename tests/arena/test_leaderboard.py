@@ -88,6 +88,32 @@ def test_leaderboard_rank_never_contradicts_the_interval():
                 assert rows.loc[i, "rank"] < rows.loc[j, "rank"]
 
 
+def test_leaderboard_rank_ranges_pool_the_languages_degrees_of_freedom():
+    """Two languages of 12 questions, two models whose mean logits differ by 2.23 sds of the
+    difference: apart at the Welch-Satterthwaite degrees of freedom of the two languages (22:
+    t(22) sqrt(12/11) = 2.17 sds), not at one language's (11: t(11) sqrt(12/11) = 2.30 sds, the
+    leaderboard before). The score's interval stays at one language's 11."""
+    rng = np.random.default_rng(7)
+    noise = {lang: rng.normal(0, 0.1, (4000, 2)) for lang in ("en", "de")}
+    mean_noise = (noise["en"] + noise["de"]) / 2
+    sd = (mean_noise[:, 0] - mean_noise[:, 1]).std(ddof=1)
+    assert student_t.ppf(0.975, 22) * np.sqrt(12 / 11) < 2.23 < student_t.ppf(0.975, 11) * np.sqrt(12 / 11)
+    per_language = {}
+    for lang, gap in (("en", 2.23 * sd), ("de", 2.23 * sd)):
+        logits = {"a": gap / 2, "b": -gap / 2}
+        bt = pd.DataFrame({"model": ["a", "b"], "logit": list(logits.values()), "ci_low": 0.0, "ci_high": 0.0,
+                           "n_questions": 12, "model_questions": 12})
+        boot = pd.DataFrame({"tournament": np.repeat(np.arange(4000), 2), "model": np.tile(["a", "b"], 4000),
+                             "logit": (np.array(list(logits.values())) + noise[lang]).ravel()})
+        sur = pd.DataFrame({"model": ["a", "b"], "predicted_logit": list(logits.values())})
+        per_language[lang] = language_table(lang, bt, boot, sur, boot.rename(columns={"logit": "predicted_logit"}))
+    rows = leaderboard(per_language)[0].set_index("model")
+    assert rows.loc["a", ["rank_best", "rank_worst"]].tolist() == [1, 1]
+    assert rows.loc["b", ["rank_best", "rank_worst"]].tolist() == [2, 2]
+    half = student_t.ppf(0.975, 11) * np.sqrt(12 / 11) * mean_noise[:, 0].std(ddof=1)
+    assert rows.loc["a", "ci_high"] - rows.loc["a", "score"] == pytest.approx(half)
+
+
 def test_with_systems_names_each_systems_parts_and_the_share_of_unjudged_citations():
     table = pd.DataFrame({"model": ["b", "a", "c"], "rank": [1, 2, 3]})
     components = {"a": {"generator": "a", "passages": "question"}, "b": {"generator": "a", "passages": "file"},

@@ -75,6 +75,7 @@ def test_demo_config_is_valid_and_gets_defaults(demo_config, repo, monkeypatch):
         (lambda c: c["judges"]["gemma-judge"].update(contestants=["gemma-270m", "gpt-5"]),
          "judges.gemma-judge.contestants: ['gpt-5'] are not models with judged: true"),
         (lambda c: c["judges"]["gemma-judge"].update(max_questions=0), "judges.gemma-judge.max_questions: 0 is less than"),
+        (lambda c: c["arena"].update(ties="thirds"), "arena.ties: 'thirds' is not one of ['half', 'davidson']"),
         (lambda c: c["models"]["mock-20"].update(contestants=["mock-50", "mock-80"]),
          "models.mock-20.contestants: only a judge under judges: takes contestants"),
         (lambda c: c["judges"]["panel"].update(members=["reference", "gpt-judge"]),

@@ -88,3 +88,27 @@ def simulate_clustered_games(strengths: dict[str, float], n_questions: int, rng,
         "model_a": np.tile(np.repeat(names[first], 2), n_questions),
         "model_b": np.tile(np.repeat(names[second], 2), n_questions),
         "shown_first": shown_first.ravel(), "verdict": verdict.ravel()})
+
+
+def simulate_davidson_games(strengths: dict[str, float], nu: float, n_questions: int, rng,
+                            answer_sd: float = 0.0) -> pd.DataFrame:
+    """Every pair on every question in both orders, each game a win, loss or tie as Davidson's
+    model says (``P(tie) = nu sqrt(pi_a pi_b) / (pi_a + pi_b + nu sqrt(pi_a pi_b))``), each
+    model's strength shifted on each question by a normal draw of sd ``answer_sd``."""
+    models = sorted(strengths)
+    first, second = np.triu_indices(len(models), k=1)
+    theta = np.array([strengths[m] for m in models])
+    shifted = theta + answer_sd * rng.normal(size=(n_questions, len(models)))
+    half = (shifted[:, first] - shifted[:, second]) / 2
+    weights = np.stack([np.exp(half), np.exp(-half), np.full(half.shape, nu)], axis=-1)  # a, b, tie
+    p = np.repeat((weights / weights.sum(axis=-1, keepdims=True))[:, :, None, :], 2, axis=2)
+    draw = rng.random(p.shape[:3])
+    verdict = np.where(draw < p[..., 0], "model_a", np.where(draw < p[..., 0] + p[..., 1], "model_b", "tie"))
+    names = np.array(models)
+    shown_first = np.stack([np.broadcast_to(names[first], p.shape[:2]), np.broadcast_to(names[second], p.shape[:2])],
+                           axis=2)
+    return pd.DataFrame({
+        "query_id": np.repeat([f"q{q}" for q in range(n_questions)], len(first) * 2),
+        "model_a": np.tile(np.repeat(names[first], 2), n_questions),
+        "model_b": np.tile(np.repeat(names[second], 2), n_questions),
+        "shown_first": shown_first.ravel(), "verdict": verdict.ravel()})
