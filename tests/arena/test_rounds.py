@@ -73,18 +73,18 @@ def test_demo_budget_rounds(demo_config, repo):
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
     five_systems(demo_config)
-    demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
+    demo_config["arena"]["budget_by_language"] = {"zh": {"games": 40}}
     config = check(demo_config, repo)
-    assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
+    assert budget_spec(config, "zh") == ({"games": 40}, "arena.budget_by_language.zh")
     assert budget_spec(config, "en") == ("exhaustive", "arena.budget")
     assert round_judges(config) == ["reference", "cite-check"]  # one budgeted language puts the judges in rounds
     # 20 units: round 0 alone (5 pairs x 10 questions = 50 units) is cut to the budget
-    assert judge_round_count(config, "reference", "hi") == 1
+    assert judge_round_count(config, "reference", "zh") == 1
     assert judge_round_count(config, "reference", "en") == planned_exhaustive(config)
     too_small = copy.deepcopy(demo_config)
-    too_small["arena"]["budget_by_language"] = {"hi": {"games": 6}}  # 3 units cannot connect 5 models
-    with pytest.raises(ConfigError, match=r"arena.budget_by_language.hi: .* fewer than the 5"):
-        judge_round_count(check(too_small, repo), "reference", "hi")
+    too_small["arena"]["budget_by_language"] = {"zh": {"games": 6}}  # 3 units cannot connect 5 models
+    with pytest.raises(ConfigError, match=r"arena.budget_by_language.zh: .* fewer than the 5"):
+        judge_round_count(check(too_small, repo), "reference", "zh")
     for budget, message in (({"share": 1.5}, "arena.budget"), ({"share": 0.5, "games": 10}, "arena.budget"),
                             ("half", "arena.budget")):
         bad = copy.deepcopy(demo_config)
