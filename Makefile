@@ -1,5 +1,6 @@
 # Two commands: `make demo` runs the embedded demo on CPU; `make test` runs the test suite.
-# Both create .venv when it is absent and install everything the project needs into it.
+# Both create .venv when it is absent and install everything the project needs into it;
+# `make demo-full` runs the demo's whole showcase (configs/demo-full.yaml).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.polyrag-installed
 # torch run on exactly those (polyrag.llm.factory).
 CORES ?= $(shell $(PYTHON) -c 'import os; print(os.cpu_count())')
 
-.PHONY: demo test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env lucene-env bench-lucene clean
+.PHONY: demo demo-full test test-fast lint dry-run bench bench-coverage bench-features bench-arena bench-mars install vllm-cpu-env lucene-env bench-lucene clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,11 +35,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The demo (config.yaml): every kind of stage, sized for at most 10 minutes on 2 cores (docs/benchmarks.md).
 # The report goes into the config's results folder (results_dir), where polyrag.show finds it.
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 	$(BIN)/snakemake --configfile config.yaml --report "$$($(BIN)/python -m polyrag.config.outputs config.yaml)/report.html"
 	$(BIN)/python -m polyrag.show --configfile config.yaml
+
+# The whole showcase (configs/demo-full.yaml): the demo plus fine-tuning and its gain, the Gemma judge
+# and the panel, all 8 checks; 13 min 36 s on 2 idle cores (424 jobs; docs/benchmarks.md).
+demo-full: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile configs/demo-full.yaml
+	$(BIN)/snakemake --configfile configs/demo-full.yaml --report "$$($(BIN)/python -m polyrag.config.outputs configs/demo-full.yaml)/report.html"
+	$(BIN)/python -m polyrag.show --configfile configs/demo-full.yaml
 
 # Two workers, one test file each at a time (--dist loadfile keeps a module's fixtures, such as the
 # workflow run tests/workflow/test_workflow.py shares, in one process): the suite alone keeps about

@@ -5,13 +5,17 @@ that set the wall time, with the seconds each waited for a free core) and how mu
 time two or more jobs ran at once.
 
     .venv/bin/python benchmarks/bench_demo.py --run        # the demo in a scratch folder, then the tables
+    .venv/bin/python benchmarks/bench_demo.py --run --full # the whole showcase (configs/demo-full.yaml)
+    .venv/bin/python benchmarks/bench_demo.py --run --config PATH   # ... or any config
     .venv/bin/python benchmarks/bench_demo.py --run --keep DIR   # ... in DIR, kept (results, checks)
     .venv/bin/python benchmarks/bench_demo.py DIR          # the tables of a finished run in DIR (e.g. .)
     .venv/bin/python benchmarks/bench_demo.py DIR --log PATH   # ... with its log elsewhere than DIR/snakemake.log
 
-The target is 10 minutes of wall time on 2 cores with nothing else running. --run uses a fresh
-LLM cache, so Gemma's answers and the MARS synthetic data are generated, not read back; it saves
-Snakemake's log as snakemake.log in its scratch folder. Times in the log have second resolution.
+The target is 10 minutes of wall time on 2 cores with nothing else running (`make demo`,
+config.yaml). --run uses a fresh LLM cache, so Gemma's answers and the MARS synthetic data are
+generated, not read back; it saves Snakemake's log as snakemake.log in its scratch folder. Times in
+the log have second resolution. The run's known-truth checks (results/checks.csv) are printed, and
+the script exits with status 1 when one failed or none were written.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from polyrag.csv_tables import read_table
 from polyrag.show import checks_block
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIG = REPO / "config.yaml"
 #: Stages named by the first folders of their benchmark files (RESULTS/benchmarks/<stage>/...).
 STAGE_DEPTH = {"generate": 1, "judge": 1, "mars": 1, "meta_eval": 2, "arena": 1}
 #: Snakemake's log: ``[Wed Nov 25 13:36:28 2026]`` before every job's start and end, then a
@@ -42,6 +45,8 @@ JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\S+):$")
 JOB_FIELD = re.compile(r"^\s+(input|output|jobid|wildcards|threads): (.*)$")
 FINISHED = re.compile(r"^Finished job(?:id:)? (\d+)")
 LOG_NAME = "snakemake.log"
+DEMO_CONFIG = REPO / "config.yaml"
+FULL_CONFIG = REPO / "configs" / "demo-full.yaml"
 
 
 def stage_of(relative: Path) -> str:
@@ -51,12 +56,12 @@ def stage_of(relative: Path) -> str:
     return "/".join(parts[: 1 + STAGE_DEPTH.get(parts[0], 0)]).removesuffix(".tsv")
 
 
-def results_folder(run_dir: Path, config: Path = CONFIG) -> Path:
+def results_folder(run_dir: Path, config: Path = DEMO_CONFIG) -> Path:
     """The results folder of the run of ``config`` in ``run_dir`` (its results_dir)."""
     return run_dir / configured_results_dir([config])
 
 
-def stage_table(run_dir: Path, stage=stage_of, config: Path = CONFIG) -> pd.DataFrame:
+def stage_table(run_dir: Path, stage=stage_of, config: Path = DEMO_CONFIG) -> pd.DataFrame:
     """Jobs, wall and CPU seconds per stage (``stage``: a benchmark file's path under
     RESULTS/benchmarks to its stage's name), and a last row over all jobs."""
     root = results_folder(run_dir, config) / "benchmarks"
@@ -169,23 +174,40 @@ def overlap_table(intervals: list[tuple[float, float]]) -> pd.DataFrame:
     return table
 
 
-def run_demo(workdir: Path, cores: int, config: Path = CONFIG) -> tuple[float, int]:
-    """Seconds and number of jobs of the whole run of ``config`` (the demo's by default; run and
-    report) in ``workdir``; Snakemake's log of the run goes to ``workdir/snakemake.log``."""
+def demo_commands(workdir: Path, config: Path) -> tuple[list[str], list[str]]:
+    """Snakemake's command lines for the demo of ``config`` in ``workdir``: the run (cores to be
+    added) and its report."""
     base = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
             "--configfile", str(config)]
+    return base, [*base, "--report", str(results_folder(workdir, config) / "report.html")]
+
+
+def run_demo(workdir: Path, cores: int, config: Path = DEMO_CONFIG) -> tuple[float, int]:
+    """Seconds and number of jobs of the whole demo of ``config`` (run and report) in ``workdir``;
+    Snakemake's log of the run goes to ``workdir/snakemake.log``."""
+    run, report_command = demo_commands(workdir, config)
     log = workdir / LOG_NAME
     start = time.perf_counter()
     with log.open("w") as stderr:
-        result = subprocess.run([*base, "--cores", str(cores)], stdout=subprocess.PIPE, stderr=stderr, text=True)
+        result = subprocess.run([*run, "--cores", str(cores)], stdout=subprocess.PIPE, stderr=stderr, text=True)
     if result.returncode != 0:
         sys.exit(f"demo run failed (log: {log}):\n{log.read_text()[-3000:]}")
-    report = subprocess.run([*base, "--report", str(results_folder(workdir, config) / "report.html")],
-                            capture_output=True, text=True)
+    report = subprocess.run(report_command, capture_output=True, text=True)
     if report.returncode != 0:
         sys.exit(f"report failed:\n{report.stderr[-3000:]}")
     jobs = log.read_text().count("Finished jobid")
     return time.perf_counter() - start, jobs
+
+
+def checks_verdict(run_dir: Path, config: Path = DEMO_CONFIG) -> tuple[str, bool]:
+    """The run's checks block as make demo prints it, and whether every check passed (False when
+    checks.csv in the config's results folder is missing or empty: both demo configs turn checks on)."""
+    path = results_folder(run_dir, config) / "checks.csv"
+    if not path.is_file():
+        return f"no known-truth checks: {path} is missing\n", False
+    checks = read_table(path)
+    passed = checks["passed"].astype(str).str.lower() == "true"
+    return checks_block(checks, path), bool(len(checks)) and bool(passed.all())
 
 
 def print_table(title: str, table: pd.DataFrame, **formatters) -> None:
@@ -229,10 +251,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", nargs="?", type=Path,
                         help="folder of a finished run (holding the config's results folder)")
-    parser.add_argument("--configfile", type=Path, default=CONFIG,
-                        help="the run's config, whose results_dir holds its results (default: config.yaml, the demo)")
     parser.add_argument("--run", action="store_true", help="run the demo in a scratch folder first")
     parser.add_argument("--cores", type=int, default=2)
+    configs = parser.add_mutually_exclusive_group()
+    configs.add_argument("--config", "--configfile", type=Path, default=DEMO_CONFIG,
+                         help="the config to run, or the finished run's (its results_dir holds the results; "
+                              "default: config.yaml, the demo make demo runs)")
+    configs.add_argument("--full", action="store_const", dest="config", const=FULL_CONFIG,
+                         help="the whole showcase, configs/demo-full.yaml (make demo-full)")
     parser.add_argument("--keep", type=Path, help="with --run: run in this (new) folder and keep it, results and all")
     parser.add_argument("--log", type=Path, help=f"Snakemake's log of the run in DIR (default: DIR/{LOG_NAME})")
     args = parser.parse_args()
@@ -244,22 +270,26 @@ def main() -> None:
         parser.error(f"no log at {args.log}")
     if args.keep and (not args.run or args.keep.exists()):
         parser.error("--keep takes a folder that does not exist yet, with --run")
+    if not args.config.is_file():
+        parser.error(f"--config {args.config}: no such file")
+    all_passed = True
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = args.run_dir or args.keep or Path(scratch)
         if args.run:
             run_dir.mkdir(parents=True, exist_ok=True)
-            seconds, jobs = run_demo(run_dir, args.cores, args.configfile)
-            print(f"demo (run and report): {seconds / 60:.1f} min wall, {jobs} jobs, {args.cores} cores")
-            checks = results_folder(run_dir, args.configfile) / "checks.csv"
-            if checks.is_file():  # the known-truth checks, as make demo prints them
-                print("\n" + checks_block(read_table(checks), checks))
+            seconds, jobs = run_demo(run_dir, args.cores, args.config.resolve())
+            print(f"demo {args.config} (run and report): {seconds / 60:.1f} min wall, {jobs} jobs, {args.cores} cores")
+            block, all_passed = checks_verdict(run_dir, args.config)
+            print("\n" + block)
         print_table("Per stage (sums over jobs; jobs run in parallel, so the sum of wall seconds exceeds the run's)",
-                    stage_table(run_dir, config=args.configfile))
+                    stage_table(run_dir, config=args.config))
         log = args.log or run_dir / LOG_NAME
         if log.is_file():
             print_log_tables(log)
         else:
             print(f"\nno Snakemake log at {log}: pass --log PATH for the per-job timeline and the critical path")
+    if not all_passed:
+        sys.exit("a known-truth check failed or none were written (above)")
 
 
 if __name__ == "__main__":

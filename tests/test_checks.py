@@ -199,13 +199,28 @@ def test_run_checks_writes_one_row_per_subject_and_show_prints_pass_and_fail(tmp
     assert lines[-1].startswith("Report: open")
 
 
-def test_the_config_names_exactly_the_registered_checks_and_the_demo_turns_them_all_on(repo):
+def test_the_config_names_exactly_the_registered_checks_and_the_full_demo_turns_them_all_on(repo):
     schema = yaml.safe_load((repo / "schemas" / "config.schema.yaml").read_text())
     assert list(schema["properties"]["checks"]["properties"]) == list(CHECKS)
-    demo = yaml.safe_load((repo / "config.yaml").read_text())
-    assert list(enabled_checks(demo)) == list(CHECKS)
+    full = yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text())
+    assert list(enabled_checks(full)) == list(CHECKS)
     assert enabled_checks({"checks": {"mock_order": False, "mars_coverage": None, "position_bias": [],
                                       "finetune_gain": True}}) == {"finetune_gain": True}
+
+
+def test_the_demo_turns_on_every_check_whose_stage_it_runs(repo, monkeypatch):
+    """make demo leaves out fine-tuning and the Gemma judge (make demo-full has them): their checks
+    are off, so not failed; every other check is on, and its config has what each needs."""
+    from polyrag.config.checks import NEEDS
+    from polyrag.config.validate import validate_config
+
+    monkeypatch.chdir(repo)
+    demo = validate_config(yaml.safe_load((repo / "config.yaml").read_text()), repo / "schemas" / "config.schema.yaml")
+    on = enabled_checks(demo)
+    assert [name for name in CHECKS if name not in on] == ["position_bias", "finetune_gain"]
+    assert demo["finetune"] is None and NEEDS["finetune_gain"].lacks(demo, True) is not None
+    assert not [name for name, judge in demo["judges"].items() if judge["backend"] not in ("reference", "recorded")]
+    assert all(NEEDS[name].lacks(demo, expected) is None for name, expected in on.items())
 
 
 def test_every_check_has_its_config_needs_under_the_same_name_in_the_same_order():

@@ -149,7 +149,7 @@ def test_command_line_writes_the_table_and_prints_the_total(tmp_path):
 
 
 def test_a_teacher_that_is_a_language_model_is_counted(tmp_path):
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "configs" / "demo-full.yaml").read_text())  # the demo with fine-tuning
     config["cache_dir"] = str(tmp_path / "cache")
     assert not [w for w in plan(validate_config(copy.deepcopy(config), SCHEMA, workflow_dir=REPO), tmp_path / "r")
                 if w.stage == TEACHER]  # the demo's teacher is a mock system: no model call

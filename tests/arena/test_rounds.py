@@ -28,14 +28,13 @@ def demo_config(repo, monkeypatch):
 
 
 def five_systems(config):
-    """The demo's error-rate mocks and Gemma, without the fine-tuned student, the grounded mocks,
-    the baselines, the retrieved systems (and the checks whose known truth they are)."""
-    del config["finetune"]
+    """The demo's error-rate mocks and Gemma, without the grounded mocks, the baselines, the
+    retrieved systems (and the check whose known truth they are)."""
     for name in ("mock-recall-83", "mock-recall-50", "mock-recall-17"):
         del config["models"][name]
     del config["systems"], config["retrieval"], config["models"]["gemma-270m"]["baselines"]
     del config["judges"]["cite-check"]["contestants"]
-    config["checks"].update(finetune_gain=False, passage_order=False)
+    config["checks"].update(passage_order=False)
 
 
 def check(config, repo):
@@ -53,39 +52,39 @@ def test_demo_budget_rounds(demo_config, repo):
     with open(repo / "configs" / "demo-budget.yaml") as handle:
         demo_config["arena"].update(yaml.safe_load(handle)["arena"])
     config = check(demo_config, repo)
-    # the judges called per pair (reference, cite-check); the local Gemma judge and the panel stay exhaustive
+    # the judges called per pair (reference, cite-check)
     assert sorted(round_judges(config)) == ["cite-check", "reference"]
     settings = adaptive_settings(config)
     assert settings.block == 3 and settings.criterion == "ranking"
-    # reference judges 16 systems (the grounded mocks, baselines and retrieved systems included) x 6
-    # questions: 720 units, half is 360 = 48 (a 16-cycle x 3 questions) + 72 + 108 + the 132 left of
-    # round 3's 162; cite-check judges its 7 contestants: 126 units, half is 63 = 21 + 32 + the 10 left
-    # of round 2's 48
+    # reference judges 14 systems (the grounded mocks, baselines and retrieved systems included) x 6
+    # questions: 546 units, half is 273 = 42 (a 14-cycle x 3 questions) + 63 + 95 + the 73 left of
+    # round 3's 142; cite-check judges its 5 contestants: 60 units, half is 30 = 15 + the 15 left of
+    # round 1's 23
     assert config["data"]["arena_queries"] == 6
-    for judge, models, rounds_expected in (("reference", 16, 4), ("cite-check", 7, 3)):
+    for judge, models, rounds_expected in (("reference", 14, 4), ("cite-check", 5, 2)):
         assert len(judge_contestants(config, judge)) == models
         budget = models * (models - 1) // 2 * 6 // 2
         spent, rounds = round_zero_units(models, settings), 1
         while spent < budget:
             spent, rounds = spent + round_units(models, settings, rounds), rounds + 1
         assert rounds == rounds_expected == judge_round_count(config, judge, "en")
-    assert round_zero_units(16, settings) == 48 and round_units(16, settings, 1) == 72
+    assert round_zero_units(14, settings) == 42 and round_units(14, settings, 1) == 63
 
 
 def test_budget_by_language_overrides_and_bad_budgets_are_named(demo_config, repo):
     five_systems(demo_config)
-    demo_config["arena"]["budget_by_language"] = {"hi": {"games": 40}}
+    demo_config["arena"]["budget_by_language"] = {"zh": {"games": 40}}
     config = check(demo_config, repo)
-    assert budget_spec(config, "hi") == ({"games": 40}, "arena.budget_by_language.hi")
+    assert budget_spec(config, "zh") == ({"games": 40}, "arena.budget_by_language.zh")
     assert budget_spec(config, "en") == ("exhaustive", "arena.budget")
     assert round_judges(config) == ["reference", "cite-check"]  # one budgeted language puts the judges in rounds
     # 20 units: round 0 alone (5 pairs x 10 questions = 50 units) is cut to the budget
-    assert judge_round_count(config, "reference", "hi") == 1
+    assert judge_round_count(config, "reference", "zh") == 1
     assert judge_round_count(config, "reference", "en") == planned_exhaustive(config)
     too_small = copy.deepcopy(demo_config)
-    too_small["arena"]["budget_by_language"] = {"hi": {"games": 6}}  # 3 units cannot connect 5 models
-    with pytest.raises(ConfigError, match=r"arena.budget_by_language.hi: .* fewer than the 5"):
-        judge_round_count(check(too_small, repo), "reference", "hi")
+    too_small["arena"]["budget_by_language"] = {"zh": {"games": 6}}  # 3 units cannot connect 5 models
+    with pytest.raises(ConfigError, match=r"arena.budget_by_language.zh: .* fewer than the 5"):
+        judge_round_count(check(too_small, repo), "reference", "zh")
     for budget, message in (({"share": 1.5}, "arena.budget"), ({"share": 0.5, "games": 10}, "arena.budget"),
                             ("half", "arena.budget")):
         bad = copy.deepcopy(demo_config)
@@ -172,14 +171,14 @@ def test_round_params_do_not_depend_on_the_order_of_config_keys(demo_config, rep
 
 def test_a_language_plans_its_rounds_for_the_models_that_answer_it(demo_config, repo):
     """Under a budget, a language's rounds are planned for the contestants that answer it: an
-    English-only model (languages: [en]) is not one of Hindi's. Hindi's budget of 16 units connects
-    the 16 systems that answer Hindi (a cycle through them), and would not connect 17."""
+    English-only model (languages: [en]) is not one of Chinese's. Chinese's budget of 14 units connects
+    the 14 systems that answer Chinese (a cycle through them), and would not connect 15."""
     demo_config["models"]["mock-en"] = {"backend": "mock", "error_rate": 0.3, "languages": ["en"]}
     demo_config["checks"]["mock_order"] = False  # two mocks of one error rate otherwise
-    demo_config["arena"]["budget_by_language"] = {"hi": {"games": 32}}
+    demo_config["arena"]["budget_by_language"] = {"zh": {"games": 28}}
     config = check(demo_config, repo)
-    assert len(judge_contestants(config, "reference")) == 17
-    assert judge_round_count(config, "reference", "hi") == 1
-    demo_config["models"]["mock-en"]["languages"] = ["en", "hi"]
-    with pytest.raises(ConfigError, match=r"arena.budget_by_language.hi: .* fewer than the 17"):
-        judge_round_count(check(demo_config, repo), "reference", "hi")
+    assert len(judge_contestants(config, "reference")) == 15
+    assert judge_round_count(config, "reference", "zh") == 1
+    demo_config["models"]["mock-en"]["languages"] = ["en", "zh"]
+    with pytest.raises(ConfigError, match=r"arena.budget_by_language.zh: .* fewer than the 15"):
+        judge_round_count(check(demo_config, repo), "reference", "zh")

@@ -13,7 +13,8 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from bench_demo import critical_path, overlap_table, parse_log, seconds_by_concurrency, timeline  # noqa: E402
+from bench_demo import (DEMO_CONFIG, FULL_CONFIG, checks_verdict, critical_path, demo_commands, overlap_table,  # noqa: E402
+                        parse_log, seconds_by_concurrency, timeline)
 
 #: Three cores. prepare (0-10 s) and fetch (1-4 s) run together; when fetch ends, broken and side
 #: start (4 s); broken fails at 5 s (no "Finished" line: left out). combine needs fetch's b.txt, ready
@@ -201,3 +202,43 @@ def test_the_script_prints_the_new_tables_of_a_finished_run(tmp_path):
     rows = [line.split() for line in result.stdout.splitlines()]
     assert ["two", "or", "more", "jobs", "11", "50.0%"] in rows
     assert ["3", "combine", "2", "10.0", "10.0", "6.0"] in rows  # the critical path's row of combine
+
+
+@pytest.mark.parametrize("config", [DEMO_CONFIG, FULL_CONFIG])
+def test_both_demos_can_be_timed_each_run_and_report_reading_its_own_config(tmp_path, config):
+    run, report = demo_commands(tmp_path, config)
+    for command in (run, report):
+        assert command[command.index("--configfile") + 1] == str(config)
+        assert command[command.index("-d") + 1] == str(tmp_path)
+    folder = {DEMO_CONFIG: "results", FULL_CONFIG: "results-demo-full"}[config]  # each config's results_dir
+    assert report[-2:] == ["--report", str(tmp_path / folder / "report.html")]
+    assert config.is_file()
+
+
+def test_a_config_that_is_not_there_is_refused_before_any_run(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_demo.py"), "--run", "--config",
+                             str(tmp_path / "nope.yaml"), "--keep", str(tmp_path / "run")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert f"--config {tmp_path / 'nope.yaml'}: no such file" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+CHECKS_HEADER = "check,subject,expected,observed,passed\n"
+
+
+@pytest.mark.parametrize(("rows", "all_passed"), [
+    ("mock_order,leaderboard,tau 1,tau 1.00,True\nmars_coverage,cells,>= 0.85,0.91,True\n", True),
+    ("mock_order,leaderboard,tau 1,tau 1.00,True\nmars_coverage,cells,>= 0.85,0.77,False\n", False),
+    ("", False),  # a checks table with no rows: nothing was checked
+])
+def test_the_run_passes_only_when_every_check_of_its_block_passed(tmp_path, rows, all_passed):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "checks.csv").write_text(CHECKS_HEADER + rows)
+    block, passed = checks_verdict(tmp_path)
+    assert passed is all_passed
+    assert block.count("PASS ") == rows.count(",True") and block.count("FAIL ") == rows.count(",False")
+
+
+def test_a_run_without_checks_does_not_pass(tmp_path):
+    block, passed = checks_verdict(tmp_path)
+    assert not passed and "checks.csv is missing" in block

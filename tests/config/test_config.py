@@ -17,8 +17,30 @@ from polyrag.errors import ConfigError
 
 @pytest.fixture
 def demo_config(repo):
+    """The demo's whole showcase (make demo-full): every stage, fine-tuning and the Gemma judge and
+    panel included, the base that the tests below edit."""
+    with open(repo / "configs" / "demo-full.yaml") as handle:
+        return {**yaml.safe_load(handle), "results_dir": "results"}  # the paths the tests name
+
+
+def test_the_demo_is_the_full_showcase_less_fine_tuning_the_gemma_judge_the_panel_and_hindi(demo_config, repo, monkeypatch):
+    """config.yaml (make demo) and configs/demo-full.yaml (make demo-full) differ by what the short
+    demo leaves out for time and by nothing else, so a size chosen in one is the size of the other."""
     with open(repo / "config.yaml") as handle:
-        return yaml.safe_load(handle)
+        demo = yaml.safe_load(handle)
+    full = copy.deepcopy(demo_config)
+    students = [full["finetune"]["name"], f"{full['finetune']['name']}-base"]
+    del full["finetune"], full["judges"]["gemma-judge"], full["judges"]["panel"]
+    full["judges"]["cite-check"]["contestants"] = [m for m in full["judges"]["cite-check"]["contestants"]
+                                                   if m not in students]
+    del full["checks"]["position_bias"], full["checks"]["finetune_gain"]
+    full["languages"].remove("hi")  # MEMERAG's hi stays (meta_eval.languages)
+    assert demo.pop("results_dir") == "results" and full.pop("results_dir") == "results"  # (the fixture's)
+    assert demo == full
+    monkeypatch.chdir(repo)
+    config = check(demo, repo)
+    assert config["finetune"] is None and sorted(config["judges"]) == ["cite-check", "reference"]
+    assert "gemma-270m-sft" not in config["models"]
 
 
 def check(config, repo, source="my.yaml"):
@@ -239,7 +261,8 @@ def test_the_reference_judge_without_similarity_takes_data_without_reference_ans
 def test_a_repeated_yaml_key_is_refused_with_its_line(repo, tmp_path):
     from polyrag.config.validate import check_unique_keys
 
-    check_unique_keys(repo / "config.yaml")  # the demo repeats nothing
+    check_unique_keys(repo / "config.yaml")  # the demos repeat nothing
+    check_unique_keys(repo / "configs" / "demo-full.yaml")
     path = tmp_path / "twice.yaml"
     path.write_text("languages: [en, de]\narena:\n  surrogate: {holdout_repeats: 5}\nmodels:\n"
                     "  m1: {backend: mock, error_rate: 0.1}\narena:\n  bootstrap: 50\n")

@@ -16,7 +16,7 @@ from polyrag.errors import ConfigError
 @pytest.fixture
 def demo(repo, monkeypatch):
     monkeypatch.chdir(repo)
-    config = yaml.safe_load((repo / "config.yaml").read_text())
+    config = yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text())  # its judges and panel too
     return config
 
 

@@ -29,7 +29,7 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 def demo_config(repo, monkeypatch):
     monkeypatch.chdir(repo)
     monkeypatch.delenv("POLYRAG_MODEL_CHECK", raising=False)
-    return yaml.safe_load((repo / "config.yaml").read_text())
+    return yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text())  # every model key, the student's too
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from polyrag.errors import ConfigError
 @pytest.fixture
 def demo(repo, monkeypatch):
     monkeypatch.chdir(repo)
-    demo = yaml.safe_load((repo / "config.yaml").read_text())
+    demo = {**yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text()), "results_dir": "results"}  # the student too
     demo["retrieval"] = {"corpora": {"demo": {"source": "demo"}},
                          "retrievers": {"bm25": {"kind": "bm25", "corpus": "demo"}}}
     demo["systems"] = {"mock-bm25-2": {"generator": "mock-recall-83", "retriever": "bm25", "top_k": 2}}

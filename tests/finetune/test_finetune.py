@@ -252,7 +252,7 @@ def test_vllm_backend_serves_the_adapter_with_lora_enabled(monkeypatch, tmp_path
 def demo_finetune_config(repo, **finetune):
     import yaml
 
-    config = yaml.safe_load((repo / "config.yaml").read_text(encoding="utf-8"))
+    config = {**yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text(encoding="utf-8")), "results_dir": "results"}
     config["finetune"] = {**config["finetune"], **finetune}
     return config
 

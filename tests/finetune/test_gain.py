@@ -69,7 +69,8 @@ def test_the_control_is_the_student_served_the_same_way_without_the_adapter(repo
     from polyrag.config.queries import control_name
     from polyrag.config.validate import validate_config
 
-    config = validate_config(yaml.safe_load((repo / "config.yaml").read_text()), repo / "schemas" / "config.schema.yaml")
+    config = validate_config(yaml.safe_load((repo / "configs" / "demo-full.yaml").read_text()),
+                             repo / "schemas" / "config.schema.yaml")
     student, control = config["models"]["gemma-270m-sft"], config["models"][control_name(config)]
     assert control_name(config) == "gemma-270m-sft-base" and "adapter" not in control
     # On llama.cpp the control's adapted matrices are re-quantized as the student's merge does.
