@@ -132,12 +132,13 @@ def test_arena_tables_leaderboard_and_report(run, repo):
                       == decisive["shown_first"]).sum()
         assert diagnostics[["decisive_games", "first_position_wins"]].iloc[0].tolist() == [len(decisive), first_wins]
     short = pd.read_csv(workdir / "results" / "leaderboard.csv")
-    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged"]
+    assert list(short.columns) == ["rank", "model", "score", "ci_low", "ci_high", "rank_best", "rank_worst", "judged",
+                                   "languages"]
     board = pd.read_csv(workdir / "results" / "leaderboard_detailed.csv")
     mars = [f"mars_{m}{s}" for m in ("cr", "ar", "af", "lc") for s in ("", "_ci_low", "_ci_high")]
     assert list(board.columns) == ["model", "rank", "rank_style_controlled", "rank_best", "rank_worst", "mean_rank",
                                    "score", "ci_low", "ci_high", "score_style_controlled", "ci_low_style_controlled",
-                                   "ci_high_style_controlled", "judged", "rank_en", "rank_hi", "mars_languages", *mars,
+                                   "ci_high_style_controlled", "judged", "languages", "rank_en", "rank_hi", "mars_languages", *mars,
                                    "generator", "passages", "retriever", "reranker", "top_k", "backend",
                                    "unjudged_citations"]
     assert short.equals(board[short.columns])
