@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from polyrag.errors import DataError
 from polyrag.progress import progress
-from polyrag.retrieval.corpus import CONTENTS, POOLED, contents, indexed_texts, split_pooled_docid
+from polyrag.retrieval.corpus import CONTENTS, POOLED, contents, indexed_texts, row_groups_spanning, split_pooled_docid
 from polyrag.retrieval.index_files import check_files, reading, write_files
 from polyrag.retrieval.runs import empty_run, make_run
 from polyrag.retrieval.tokenize import Tokenizer, check_analysis
@@ -120,16 +120,9 @@ def file_chunks(path: str | Path, start: int = 0, stop: int | None = None, size:
     parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER)
     stop = parquet.metadata.num_rows if stop is None else stop
     columns = ["docid", CONTENTS] if CONTENTS in parquet.schema_arrow.names else ["docid", "title", "text"]
-    groups, offset, first_row = [], 0, None
-    for group in range(parquet.num_row_groups):  # only the row groups the rows span are read
-        rows = parquet.metadata.row_group(group).num_rows
-        if offset < stop and offset + rows > start:
-            groups.append(group)
-            first_row = offset if first_row is None else first_row
-        offset += rows
+    groups, offset = row_groups_spanning(parquet, start, stop)  # only the row groups the rows span are read
     if not groups:
         return
-    offset = first_row
     for batch in parquet.iter_batches(batch_size=size, row_groups=groups, columns=columns):
         first, last = max(start - offset, 0), min(stop - offset, batch.num_rows)
         offset += batch.num_rows

@@ -352,10 +352,9 @@ def corpus_size(path: str | Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
-def read_corpus_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
-    """Rows ``[start, stop)`` of a corpus written by the workflow, reading only the row groups they
-    span (a dense shard's passages). Not checked again: the workflow checked them when it wrote them."""
-    parquet = pq.ParquetFile(path)
+def row_groups_spanning(parquet: pq.ParquetFile, start: int, stop: int) -> tuple[list[int], int | None]:
+    """The row groups of ``parquet`` that rows ``[start, stop)`` span, and the first row of the
+    first of them (None where they span none)."""
     groups, offset, first = [], 0, None
     for group in range(parquet.num_row_groups):
         rows = parquet.metadata.row_group(group).num_rows
@@ -363,6 +362,14 @@ def read_corpus_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
             groups.append(group)
             first = offset if first is None else first
         offset += rows
+    return groups, first
+
+
+def read_corpus_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``[start, stop)`` of a corpus written by the workflow, reading only the row groups they
+    span (a dense shard's passages). Not checked again: the workflow checked them when it wrote them."""
+    parquet = pq.ParquetFile(path)
+    groups, first = row_groups_spanning(parquet, start, stop)
     if not groups:
         return pd.DataFrame({column: pd.Series(dtype=object) for column in parquet.schema_arrow.names})
     table = parquet.read_row_groups(groups).to_pandas()

@@ -80,9 +80,16 @@ def simulate_clustered_games(strengths: dict[str, float], n_questions: int, rng,
     tie = rng.random(p.shape) < tie_rate
     won = rng.random(p.shape) < p
     verdict = np.where(tie, "tie", np.where(won, "model_a", "model_b"))
+    return games_frame(models, n_questions, verdict)
+
+
+def games_frame(models: list[str], n_questions: int, verdict: np.ndarray) -> pd.DataFrame:
+    """The games of every pair of ``models`` (``np.triu_indices`` order) on every question in both
+    orders, from their verdicts (questions x pairs x 2 orders)."""
+    first, second = np.triu_indices(len(models), k=1)
     names = np.array(models)
-    shown_first = np.stack([np.broadcast_to(names[first], p.shape[:2]), np.broadcast_to(names[second], p.shape[:2])],
-                           axis=2)
+    shown_first = np.stack([np.broadcast_to(names[first], verdict.shape[:2]),
+                            np.broadcast_to(names[second], verdict.shape[:2])], axis=2)
     return pd.DataFrame({
         "query_id": np.repeat([f"q{q}" for q in range(n_questions)], len(first) * 2),
         "model_a": np.tile(np.repeat(names[first], 2), n_questions),
@@ -104,11 +111,4 @@ def simulate_davidson_games(strengths: dict[str, float], nu: float, n_questions:
     p = np.repeat((weights / weights.sum(axis=-1, keepdims=True))[:, :, None, :], 2, axis=2)
     draw = rng.random(p.shape[:3])
     verdict = np.where(draw < p[..., 0], "model_a", np.where(draw < p[..., 0] + p[..., 1], "model_b", "tie"))
-    names = np.array(models)
-    shown_first = np.stack([np.broadcast_to(names[first], p.shape[:2]), np.broadcast_to(names[second], p.shape[:2])],
-                           axis=2)
-    return pd.DataFrame({
-        "query_id": np.repeat([f"q{q}" for q in range(n_questions)], len(first) * 2),
-        "model_a": np.tile(np.repeat(names[first], 2), n_questions),
-        "model_b": np.tile(np.repeat(names[second], 2), n_questions),
-        "shown_first": shown_first.ravel(), "verdict": verdict.ravel()})
+    return games_frame(models, n_questions, verdict)
